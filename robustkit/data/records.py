@@ -1,0 +1,209 @@
+"""Record types, answer normalisation and strict file readers shared by every data tier.
+
+Answer normalisation follows the SQuAD / NQ-open evaluation script: lower-case, drop
+punctuation and the articles a/an/the, collapse whitespace.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+PERTURBATION_TYPES = ("false_premise", "confirmation_bias", "topical_distraction")
+
+
+class DataError(ValueError):
+    """A malformed or inconsistent data file; the message names file, line and field."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    title: str
+    text: str
+    kind: str = ""  # gold | false_premise | confirmation_bias | distractor | myth | debunk | support
+
+    @property
+    def content(self) -> str:
+        """What retrievers and readers see: title and text."""
+        return f"{self.title}. {self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: str
+    answers: tuple[str, ...]  # gold answer first, then aliases
+    answer_type: str = ""
+    split: str = ""
+    domain: str = ""
+    gold_ids: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def answer(self) -> str:
+        return self.answers[0]
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A biased version of a question (one perturbation x̃ of x)."""
+
+    question_id: str
+    type: str  # one of PERTURBATION_TYPES
+    text: str
+    wrong_entity: str | None = None  # type I only
+    subtemplate: str | None = None  # type II: historical_temporal_existential | quantitative_relational_causal
+    premise_ids: tuple[str, ...] = ()  # passages that match the rewrite's premise
+    source: str = "hand-written"  # hand-written | llm | template
+
+
+@dataclass(frozen=True)
+class Misconception:
+    """A TruthfulQA-style question: the popular answer is wrong."""
+
+    id: str
+    text: str
+    category: str
+    best_answer: str
+    correct_answers: tuple[str, ...]
+    incorrect_answers: tuple[str, ...]
+    split: str = ""
+    myth_ids: tuple[str, ...] = ()
+    debunk_ids: tuple[str, ...] = ()
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower-case, no punctuation, no articles, single spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def contains_answer(text: str, answers: Iterable[str]) -> bool:
+    """True when any normalised answer occurs in the normalised text as whole words.
+
+    Possessives are dropped first, so "Shakespeare's plays" contains "Shakespeare".
+    """
+    haystack = f" {normalize_answer(_POSSESSIVE.sub('', text))} "
+    needles = (normalize_answer(_POSSESSIVE.sub("", a)) for a in answers)
+    return any(f" {a} " in haystack for a in needles if a)
+
+
+def has_answer(passage: Passage | str, answers: Iterable[str]) -> bool:
+    """Does the passage (title and text) state one of the answers?"""
+    text = passage.content if isinstance(passage, Passage) else passage
+    return contains_answer(text, answers)
+
+
+def read_jsonl(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
+    """Read a JSONL (or .jsonl.gz) file; every row must be an object with the ``required`` keys."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    rows = []
+    for line_no, line in enumerate(_open_text(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}:{line_no}: malformed JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
+        missing = [key for key in required if key not in row]
+        if missing:
+            raise DataError(f"{path}:{line_no}: missing field(s) {missing}")
+        rows.append(row)
+    return rows
+
+
+def read_csv(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
+    """Read a CSV file with a header; rows with missing or empty ``required`` cells are rejected."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        missing = [key for key in required if key not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{path}:1: header lacks column(s) {missing}")
+        rows = []
+        for row in reader:
+            empty = [key for key in required if not (row.get(key) or "").strip()]
+            if empty:
+                raise DataError(f"{path}:{reader.line_num}: empty value in column(s) {empty}")
+            rows.append(row)
+    return rows
+
+
+def write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
+    """Write rows atomically: a crash leaves either the old file or the complete new one."""
+    from robustkit.artifacts import atomic_write_text
+
+    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def sha256_files(paths: Iterable[str | Path]) -> str:
+    """One fingerprint over several files (names and bytes), for run manifests."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        digest.update(path.name.encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _open_text(path: Path) -> Iterator[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        yield from handle
+
+
+_POSSESSIVE = re.compile(r"['’]s\b")
+_PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—"}
+
+
+class Corpus:
+    """An ordered, id-addressable set of passages with a content checksum."""
+
+    def __init__(self, passages: Sequence[Passage], name: str = "corpus"):
+        if not passages:
+            raise DataError(f"corpus {name!r} is empty: retrieval needs at least one passage")
+        self.name = name
+        self.passages = list(passages)
+        self._index = {p.id: i for i, p in enumerate(self.passages)}
+        if len(self._index) != len(self.passages):
+            seen, dupes = set(), set()
+            for p in self.passages:
+                (dupes if p.id in seen else seen).add(p.id)
+            raise DataError(f"corpus {name!r} has duplicate passage ids: {sorted(dupes)[:5]}")
+        self.checksum = hashlib.sha256(
+            "\n".join(f"{p.id}\t{p.title}\t{p.text}" for p in self.passages).encode()).hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def __iter__(self) -> Iterator[Passage]:
+        return iter(self.passages)
+
+    def __contains__(self, passage_id: str) -> bool:
+        return passage_id in self._index
+
+    def __getitem__(self, passage_id: str) -> Passage:
+        try:
+            return self.passages[self._index[passage_id]]
+        except KeyError:
+            raise KeyError(f"passage id {passage_id!r} is not in corpus {self.name!r}") from None
+
+    def position(self, passage_id: str) -> int:
+        return self._index[passage_id]
+
+    def __repr__(self) -> str:
+        return f"Corpus({self.name!r}, {len(self)} passages, sha256={self.checksum[:12]})"

@@ -1,0 +1,51 @@
+"""Figures: one function per figure, one style, saved as PNG with the numbers beside as CSV.
+
+Plot functions take result tables (DataFrames) and never recompute results, so a reader can
+redraw any figure from its CSV alone.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from robustkit.config import figures_dir
+
+PALETTE = {"clean": "#4C72B0", "biased": "#DD8452"}
+
+
+def set_style() -> None:
+    sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95)
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight"})
+
+
+def save(fig, name: str, table: pd.DataFrame | None = None) -> Path:
+    """Write ``figures/<name>.png`` (and ``<name>.csv`` with the plotted numbers)."""
+    out = figures_dir() / f"{name}.png"
+    fig.savefig(out)
+    if table is not None:
+        table.to_csv(out.with_suffix(".csv"), index=False)
+    return out
+
+
+def plot_gap(table: pd.DataFrame, *, scale: str, name: str | None = "gap_mini"):
+    """Premise-matching passage at rank 1 and reader accuracy, clean vs biased, per type.
+
+    ``table`` is ``relevance_robustness_gap``'s output (one row per question, type, condition).
+    """
+    set_style()
+    metrics = [m for m in ("premise@1", "gold@1", "correct") if m in table.columns]
+    long = (table.groupby(["type", "condition"])[metrics].mean().reset_index()
+            .melt(id_vars=["type", "condition"], var_name="metric", value_name="rate"))
+    grid = sns.catplot(data=long, x="type", y="rate", hue="condition", col="metric", kind="bar",
+                       hue_order=["clean", "biased"], palette=PALETTE, height=3.2, aspect=1.1, sharey=True)
+    grid.set_titles("{col_name}")
+    grid.set_xticklabels(rotation=20)
+    n = table["question_id"].nunique()
+    grid.figure.suptitle(f"Biased rewrites pull similarity retrieval to premise evidence "
+                         f"(scale {scale}, n={n} questions)", y=1.04)
+    if name:
+        save(grid.figure, name, long)
+    return grid.figure

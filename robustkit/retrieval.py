@@ -1,0 +1,148 @@
+"""Retrieval: BM25 (``bm25s``), dense (sentence-transformers + FAISS) and their hybrid.
+
+All retrievers share one batched interface, ``search(queries, k) -> list[list[Hit]]``, ranked
+best first. Indexes and passage embeddings are built once and cached by corpus checksum.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from robustkit.config import Scale, cache_dir, get_scale, pick_device, resolve_model
+from robustkit.data.records import Corpus
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: str
+    score: float
+    rank: int  # 0-based
+
+
+class Retriever(Protocol):
+    corpus: Corpus
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+
+
+class BM25Retriever:
+    """Okapi BM25 (k1 = 1.5, b = 0.75) over title + text, English stop words removed."""
+
+    name = "bm25"
+
+    def __init__(self, corpus: Corpus):
+        import bm25s
+
+        self.corpus = corpus
+        self._bm25s = bm25s
+        self.index = bm25s.BM25()
+        self.index.index(bm25s.tokenize([p.content for p in corpus], stopwords="en",
+                                        show_progress=False), show_progress=False)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        k = _check_search(queries, k, self.corpus)
+        tokens = self._bm25s.tokenize(list(queries), stopwords="en", show_progress=False)
+        docs, scores = self.index.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+        return [[Hit(self.corpus.passages[d].id, float(s), r)
+                 for r, (d, s) in enumerate(zip(row_d, row_s))] for row_d, row_s in zip(docs, scores)]
+
+
+class DenseRetriever:
+    """Cosine similarity of sentence embeddings: a FAISS inner-product index over unit vectors."""
+
+    name = "dense"
+
+    def __init__(self, corpus: Corpus, scale: Scale | str | None = None, *, model=None,
+                 batch_size: int = 64, progress: bool = False):
+        import faiss
+
+        self.corpus = corpus
+        self.encoder = model or load_embedder(scale)
+        self.batch_size = batch_size
+        embeddings = self._corpus_embeddings(progress)
+        self.index = faiss.IndexFlatIP(embeddings.shape[1])
+        self.index.add(embeddings)
+
+    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        return self.encoder.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=progress
+                                   ).astype(np.float32)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        k = _check_search(queries, k, self.corpus)
+        scores, docs = self.index.search(self.embed(queries), k)
+        return [[Hit(self.corpus.passages[d].id, float(s), r)
+                 for r, (d, s) in enumerate(zip(row_d, row_s))] for row_d, row_s in zip(docs, scores)]
+
+    def _corpus_embeddings(self, progress: bool) -> np.ndarray:
+        model_id = getattr(self.encoder, "robustkit_id", "embedder")
+        path = cache_dir() / "embeddings" / f"{model_id.replace('/', '--')}-{self.corpus.checksum[:16]}.npy"
+        if path.exists():
+            return np.load(path)
+        vectors = self.embed([p.content for p in self.corpus], progress)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.stem + ".tmp.npy")
+        np.save(tmp, vectors)
+        tmp.replace(path)
+        return vectors
+
+
+class HybridRetriever:
+    """Reciprocal-rank fusion of BM25 and dense: score(d) = Σ_r 1 / (60 + rank_r(d))."""
+
+    name = "hybrid"
+
+    def __init__(self, corpus: Corpus, bm25: BM25Retriever | None = None,
+                 dense: DenseRetriever | None = None, depth: int = 100):
+        self.corpus = corpus
+        self.retrievers = [bm25 or BM25Retriever(corpus), dense or DenseRetriever(corpus)]
+        self.depth = depth
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        k = _check_search(queries, k, self.corpus)
+        depth = min(max(k, self.depth), len(self.corpus))
+        runs = [r.search(queries, depth) for r in self.retrievers]
+        fused = []
+        for per_query in zip(*runs):
+            scores: dict[str, float] = {}
+            for hits in per_query:
+                for hit in hits:
+                    scores[hit.doc_id] = scores.get(hit.doc_id, 0.0) + 1.0 / (60 + hit.rank + 1)
+            best = sorted(scores.items(), key=lambda kv: -kv[1])[:k]
+            fused.append([Hit(doc, score, r) for r, (doc, score) in enumerate(best)])
+        return fused
+
+
+def load_embedder(scale: Scale | str | None = None):
+    """The scale's sentence embedder (all-MiniLM-L6-v2 from its PyPI package at tiny/small)."""
+    from sentence_transformers import SentenceTransformer
+
+    scale = scale if isinstance(scale, Scale) else get_scale(scale)
+    spec = resolve_model("embedder", scale)
+    model = SentenceTransformer(spec.path, device=pick_device())
+    model.robustkit_id = spec.name
+    return model
+
+
+def build_retriever(kind: str, corpus: Corpus, scale: Scale | str | None = None) -> Retriever:
+    """``kind`` is ``bm25``, ``dense`` or ``hybrid``."""
+    if kind == "bm25":
+        return BM25Retriever(corpus)
+    if kind == "dense":
+        return DenseRetriever(corpus, scale)
+    if kind == "hybrid":
+        return HybridRetriever(corpus, dense=DenseRetriever(corpus, scale))
+    raise ValueError(f"unknown retriever {kind!r}; expected 'bm25', 'dense' or 'hybrid'")
+
+
+def _check_search(queries: Sequence[str], k: int, corpus: Corpus) -> int:
+    if isinstance(queries, str):
+        raise TypeError("queries must be a list of strings, not one string; wrap it in a list")
+    for i, query in enumerate(queries):
+        if not isinstance(query, str):
+            raise TypeError(f"query {i} is a {type(query).__name__}, expected str")
+    if not isinstance(k, int) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return min(k, len(corpus))
