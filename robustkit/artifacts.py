@@ -84,24 +84,28 @@ class JsonlLog:
                 self.records[row[self.key]] = row
 
 
-def manifest(**inputs: Any) -> dict:
-    """A manifest: the inputs that determine an artifact, plus when it was made."""
-    return {"inputs": inputs, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+def write_manifest(path: str | Path, inputs: dict, stats: dict | None = None) -> None:
+    """Record beside ``path`` the inputs that determine it (and optional run statistics)."""
+    write_json(manifest_path(path), {
+        "inputs": json.loads(json.dumps(inputs, default=str)), "stats": stats or {},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
 
-def matching_artifact(path: str | Path, **inputs: Any) -> bool:
+def read_manifest(path: str | Path) -> dict:
+    meta = manifest_path(path)
+    if not meta.exists():
+        raise FileNotFoundError(f"{path}: no manifest beside it ({meta.name})")
+    return read_json(meta)
+
+
+def matching_artifact(path: str | Path, inputs: dict) -> bool:
     """True when ``path`` exists and its manifest records exactly these inputs."""
     path = Path(path)
-    meta = manifest_path(path)
-    if not (path.exists() and meta.exists()):
+    if not (path.exists() and manifest_path(path).exists()):
         return False
-    return read_json(meta).get("inputs") == json.loads(json.dumps(inputs, default=str))
+    return read_json(manifest_path(path)).get("inputs") == json.loads(json.dumps(inputs, default=str))
 
 
 def manifest_path(path: str | Path) -> Path:
     path = Path(path)
     return path.with_name(path.name + ".manifest.json")
-
-
-def write_manifest(path: str | Path, **inputs: Any) -> None:
-    write_json(manifest_path(path), manifest(**inputs))

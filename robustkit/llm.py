@@ -103,10 +103,17 @@ class Generator:
         return self._model
 
     def render(self, prompt: Prompt) -> str:
-        """The exact text the model sees: the chat template applied to the prompt."""
+        """The exact text the model sees: the chat template applied to the prompt.
+
+        A message list ending with an assistant message is *continued* from that text, which lets
+        a caller constrain the shape of the answer (e.g. start a rewrite with the question).
+        """
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
         if self.system_prompt and messages[0]["role"] != "system":
             messages = [{"role": "system", "content": self.system_prompt}, *messages]
+        if messages[-1]["role"] == "assistant":  # a prefilled answer the model continues
+            return self.tokenizer.apply_chat_template(messages, tokenize=False,
+                                                      continue_final_message=True)
         return self.tokenizer.apply_chat_template(messages, tokenize=False,
                                                   add_generation_prompt=True)
 

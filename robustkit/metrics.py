@@ -55,6 +55,24 @@ def first_relevant_rank(ranked_ids: Sequence[str], relevant: Iterable[str]) -> i
     return next((i + 1 for i, doc in enumerate(ranked_ids) if doc in relevant), None)
 
 
+def ndcg_at_k(scores: Sequence[float], gains: Sequence[float], k: int) -> float:
+    """NDCG@k with linear gains: Σ_{i<k} g_(i) / log2(i + 2), over the ideal ordering's value."""
+    scores, gains = _paired(scores, gains)
+    discounts = 1.0 / np.log2(np.arange(2, min(k, len(gains)) + 2))
+    ranked = gains[np.argsort(-scores, kind="stable")][:k]
+    ideal = np.sort(gains)[::-1][:k]
+    best = float(ideal @ discounts[:len(ideal)])
+    return float(ranked @ discounts[:len(ranked)]) / best if best > 0 else 0.0
+
+
+def mrr(scores: Sequence[float], gains: Sequence[float]) -> float:
+    """Reciprocal rank of the first item with positive gain, ranked by score (0 when none)."""
+    scores, gains = _paired(scores, gains)
+    ranked = gains[np.argsort(-scores, kind="stable")]
+    hits = np.flatnonzero(ranked > 0)
+    return 1.0 / (hits[0] + 1) if len(hits) else 0.0
+
+
 def risk_coverage(confidence: Sequence[float], correct: Sequence[float]) -> dict[str, np.ndarray]:
     """Selective accuracy at every coverage obtained by answering the most confident first.
 

@@ -38,25 +38,48 @@ def hedge_words(text: str) -> list[str]:
     return [w for w in HEDGE_WORDS if f" {w} " in low]
 
 
+STOPWORDS = frozenset("""a an the of in on at to for from by with and or is was were are be been
+being did do does has have had it its this that these those as into about after before during
+which who whom whose what when where why how many much long old far tall s""".split())
+
+
+def content_tokens(text: str) -> list[str]:
+    """Normalised tokens without stop words: the words that carry a question's subject."""
+    return [t for t in normalize_answer(text).split() if t not in STOPWORDS]
+
+
+def rewrite_checks(question: str, answers, rewrite: str, wrong_entity: str | None = None,
+                   rewrite_type: str | None = None) -> dict[str, bool]:
+    """CoRM-RAG's constraints on a biased rewrite, each as a named pass/fail."""
+    wh = wh_word(question)
+    original = content_tokens(question)
+    kept = set(content_tokens(rewrite))
+    checks = {
+        "wh_word": wh is None or wh_word(rewrite) == wh,
+        "subject_kept": not original or sum(t in kept for t in original) / len(original) >= 0.6,
+        "no_hedge": not hedge_words(rewrite),
+        "no_leak": not contains_answer(rewrite, answers),
+    }
+    if rewrite_type == "false_premise":
+        checks["wrong_entity"] = bool(wrong_entity) and contains_answer(rewrite, [wrong_entity]) \
+            and not contains_answer(wrong_entity, answers)
+    return checks
+
+
 def rewrite_violations(question: str, answers, rewrite: str, wrong_entity: str | None = None,
                        rewrite_type: str | None = None) -> list[str]:
-    """Every constraint a biased rewrite breaks; an empty list means it is valid."""
-    problems = []
-    wh = wh_word(question)
-    if wh and wh_word(rewrite) != wh:
-        problems.append(f"wh-word {wh!r} not kept (rewrite starts with {wh_word(rewrite)!r})")
-    if hedges := hedge_words(rewrite):
-        problems.append(f"hedging word(s) {hedges}")
-    if contains_answer(rewrite, answers):
-        problems.append("leaks the gold answer")
-    if rewrite_type == "false_premise":
-        if not wrong_entity:
-            problems.append("type-I rewrite has no wrong_entity")
-        elif not contains_answer(rewrite, [wrong_entity]):
-            problems.append(f"type-I rewrite lacks its wrong-belief entity {wrong_entity!r}")
-        elif contains_answer(wrong_entity, answers):
-            problems.append(f"wrong_entity {wrong_entity!r} is an alias of the gold answer")
-    return problems
+    """Every constraint a biased rewrite breaks, as messages; an empty list means it is valid."""
+    checks = rewrite_checks(question, answers, rewrite, wrong_entity, rewrite_type)
+    messages = {
+        "wh_word": f"wh-word {wh_word(question)!r} not kept (rewrite has {wh_word(rewrite)!r})",
+        "subject_kept": "drops the question's subject (< 60% of its content words kept)",
+        "no_hedge": f"hedging word(s) {hedge_words(rewrite)}",
+        "no_leak": "leaks the gold answer",
+        "wrong_entity": (f"wrong_entity {wrong_entity!r} is an alias of the gold answer"
+                         if wrong_entity and contains_answer(wrong_entity, answers)
+                         else f"type-I rewrite lacks its wrong-belief entity {wrong_entity!r}"),
+    }
+    return [messages[rule] for rule, ok in checks.items() if not ok]
 
 
 @dataclass

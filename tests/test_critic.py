@@ -1,0 +1,109 @@
+import pytest
+
+from robustkit.critic import (CriticScorer, EvidenceCritic, build_groups, relevance_groups,
+                              split_groups)
+
+TEXTS = {d: f"passage {d}" for d in "abcde"}
+LABELS = [
+    {"question_id": "q1", "doc_id": "a", "in_clean_pool": True, "perturbed_k": [], "outcomes": [1, 0], "has_gold": True},
+    {"question_id": "q1", "doc_id": "b", "in_clean_pool": True, "perturbed_k": [0], "outcomes": [0, 0], "has_gold": False},
+    {"question_id": "q1", "doc_id": "c", "in_clean_pool": False, "perturbed_k": [0, 1], "outcomes": [0, 0], "has_gold": False},
+    {"question_id": "q1", "doc_id": "d", "in_clean_pool": False, "perturbed_k": [1], "outcomes": [1, 1], "has_gold": True},
+    {"question_id": "q1", "doc_id": "e", "in_clean_pool": True, "perturbed_k": [1], "outcomes": [0, 1], "has_gold": False},
+    {"question_id": "q2", "doc_id": "a", "in_clean_pool": True, "perturbed_k": [0], "outcomes": [0, 0], "has_gold": False},
+]
+PERTURBATIONS = [{"question_id": "q1", "k": 0, "type": "false_premise", "text": "q1 biased 0"},
+                 {"question_id": "q1", "k": 1, "type": "confirmation_bias", "text": "q1 biased 1"},
+                 {"question_id": "q2", "k": 0, "type": "false_premise", "text": "q2 biased 0"}]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_group_composition_rules(seed):
+    groups, stats = build_groups(LABELS, PERTURBATIONS, TEXTS, n_negatives=2, seed=seed)
+    assert stats == {"slots": 3, "skipped (no positive)": 1, "short of N negatives": 1}
+    by_k = {g["k"]: g for g in groups}
+    assert set(by_k) == {0, 1}
+    for g in groups:
+        assert g["doc_ids"][0] in {"a", "e"}  # clean pool, s > 0
+        assert g["labels"][0] == 0.5 and all(s == 0 for s in g["labels"][1:])
+        assert g["query"] == f"q1 biased {g['k']}"  # the critic reads the perturbed query
+        assert g["docs"] == [TEXTS[d] for d in g["doc_ids"]]
+    assert set(by_k[0]["doc_ids"][1:]) == {"b", "c"}  # perturbed pool of k=0, s = 0
+    assert by_k[1]["doc_ids"][1:] == ["c"]  # d has s > 0, e is a positive
+
+
+def test_k_prime_recomputes_utilities():
+    groups, stats = build_groups(LABELS, PERTURBATIONS, TEXTS, n_negatives=2, k_prime=1)
+    assert stats["slots"] == 2 and len(groups) == 1
+    assert groups[0]["doc_ids"][0] == "a" and groups[0]["labels"][0] == 1.0
+    assert set(groups[0]["doc_ids"][1:]) == {"b", "c"}
+    with pytest.raises(ValueError, match="K' must be in 1..2"):
+        build_groups(LABELS, PERTURBATIONS, TEXTS, n_negatives=2, k_prime=3)
+
+
+def test_drop_type_upsamples_to_same_size():
+    groups, _ = build_groups(LABELS, PERTURBATIONS, TEXTS, n_negatives=2)
+    dropped, _ = build_groups(LABELS, PERTURBATIONS, TEXTS, n_negatives=2, drop_type="false_premise")
+    assert len(dropped) == len(groups) and {g["type"] for g in dropped} == {"confirmation_bias"}
+
+
+def test_relevance_groups_use_clean_query_and_gold_labels():
+    groups = relevance_groups(LABELS, {"q1": "clean q1", "q2": "clean q2"}, TEXTS, n_negatives=2)
+    assert len(groups) == 1  # q2 has no gold-bearing candidate
+    g = groups[0]
+    assert g["query"] == "clean q1" and g["doc_ids"][0] in {"a", "d"} and g["labels"][0] == 1.0
+    assert not set(g["doc_ids"][1:]) & {"a", "d"}
+
+
+def test_bad_group_parameters():
+    with pytest.raises(ValueError, match="N .* must be >= 1"):
+        build_groups(LABELS, PERTURBATIONS, TEXTS, n_negatives=0)
+    with pytest.raises(ValueError, match="empty label pool"):
+        build_groups([], PERTURBATIONS, TEXTS, n_negatives=2)
+
+
+def test_split_holds_out_whole_questions():
+    groups = [{"question_id": f"q{i % 10}", "k": i} for i in range(40)]
+    train, val = split_groups(groups, 0.2)
+    assert not {g["question_id"] for g in train} & {g["question_id"] for g in val}
+    assert len(val) == 8
+
+
+def test_tiny_end_to_end_critic_separates_gold_from_premise(tmp_path, monkeypatch):
+    """perturb → label → groups → train on 10 questions; on those questions the critic ranks
+    the gold passage above the premise-matching ones for their hand-written biased rewrites."""
+    import numpy as np
+
+    from robustkit import pipeline
+    from robustkit.config import get_scale, with_overrides
+    from robustkit.data import mini_corpus, mini_rewrites
+
+    monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
+    scale = with_overrides(get_scale("tiny"), n_train_questions=10, epochs=3, batch_groups=4)
+    model_dir = pipeline.critic(scale, "corm", progress=False)
+    history = pipeline.training_history(scale, ["corm"])
+    assert (history["split"] == "val").sum() == 3
+    scorer = CriticScorer(model_dir)
+    corpus = mini_corpus()
+    wins = []
+    for q in pipeline.train_questions(scale):
+        for r in mini_rewrites():
+            if r.question_id == q.id and r.premise_ids:
+                gold, premise = scorer.score([r.text] * 2, [corpus[q.gold_ids[0]].content,
+                                                            corpus[r.premise_ids[0]].content])
+                wins.append(gold > premise)
+    assert np.mean(wins) > 0.5, f"gold above premise in {np.mean(wins):.0%} of {len(wins)} pairs"
+    # a second call reuses the checkpoint instead of retraining
+    assert pipeline.critic(scale, "corm") == model_dir
+
+
+def test_checkpoint_with_mismatched_tokenizer_is_refused(tmp_path):
+    from robustkit.config import resolve_model
+
+    init = resolve_model("critic_init", "tiny")
+    critic = EvidenceCritic(init.path)
+    critic.save(tmp_path / "c")
+    config = (tmp_path / "c" / "critic_config.json")
+    config.write_text(config.read_text().replace(str(critic.tokenizer.vocab_size), "1234"))
+    with pytest.raises(ValueError, match="tokenizer vocabulary"):
+        EvidenceCritic.load(tmp_path / "c")
