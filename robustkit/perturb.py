@@ -154,14 +154,14 @@ def synthesize(questions: Sequence[Question], adversary, k: int, *, pool_questio
     pool = typed_pool(pool_questions or questions)
     slots = rotation(questions, k)
     rng = random.Random(seed)
-    plans = [_plan(q, kind, sub, pool, rng, retries) for q, _, kind, sub in slots]
+    plans = [plan_attempts(q, kind, sub, pool, rng, retries) for q, _, kind, sub in slots]
     records: list[dict | None] = [None] * len(slots)
     history: list[list[dict]] = [[] for _ in slots]
     for attempt in range(retries):
         todo = [i for i, r in enumerate(records) if r is None]
         if not todo:
             break
-        prompts = [_prompt(slots[i][0], plans[i][attempt]) for i in todo]
+        prompts = [adversary_prompt(slots[i][0], plans[i][attempt]) for i in todo]
         outputs = adversary.generate(prompts, max_new_tokens=32, stop=("\n",),
                                      progress=progress, desc=f"adversary attempt {attempt + 1}")
         for i, output in zip(todo, outputs):
@@ -193,7 +193,7 @@ def rejection_table(records: Sequence[dict]):
 
 # --- internals ---------------------------------------------------------------------------------
 
-def _plan(question: Question, kind: str, sub: str, pool: dict, rng: random.Random,
+def plan_attempts(question: Question, kind: str, sub: str, pool: dict, rng: random.Random,
           retries: int) -> list[dict]:
     """One plan per attempt: which y′ / demonstrations / domain the attempt uses."""
     answer_type = question.answer_type or infer_answer_type(question.answer)
@@ -211,7 +211,8 @@ def _plan(question: Question, kind: str, sub: str, pool: dict, rng: random.Rando
     return plans
 
 
-def _prompt(question: Question, plan: dict) -> list[dict]:
+def adversary_prompt(question: Question, plan: dict) -> list[dict]:
+    """The chat messages the adversary sees for one attempt (its answer prefilled)."""
     q = question.text.rstrip("?")
     if plan["type"] == TOPICAL_DISTRACTION:
         return [{"role": "user", "content": f"Write one short, casual sentence about "

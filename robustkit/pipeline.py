@@ -212,3 +212,21 @@ def _sample(pool: list[Question], n: int) -> list[Question]:
 
 def _digest(rows: list[dict]) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+
+
+def compare_on_validation(scale: Scale | str | None, variants: list[str]):
+    """Every critic scored on the *same* held-out CoRM groups (teacher utilities as gains)."""
+    import pandas as pd
+
+    from robustkit.critic import EvidenceCritic, GroupDataset, evaluate
+    from robustkit.losses import make_loss
+
+    scale = scale_of(scale)
+    _, val_groups, _ = groups(scale)
+    rows = []
+    for variant in variants:
+        model = EvidenceCritic.load(critic(scale, variant))
+        data = GroupDataset(val_groups, model.tokenizer, model.config["max_length"])
+        metrics = evaluate(model, data, make_loss("hybrid"), scale.batch_groups)
+        rows.append({"critic": variant, "ndcg@3": metrics["ndcg@3"], "mrr": metrics["mrr"]})
+    return pd.DataFrame(rows).round(3)
