@@ -50,21 +50,20 @@ class HybridListwiseLoss(nn.Module):
         if logits.shape != targets.shape or logits.shape != mask.shape:
             raise ValueError(f"logits {tuple(logits.shape)}, targets {tuple(targets.shape)} and "
                              f"mask {tuple(mask.shape)} must have the same shape (groups, candidates)")
-        if logits.numel() == 0 or not mask.any():
+        if logits.numel() == 0:
             return logits.sum() * 0.0
-        logits, targets = logits.float(), targets.float()
+        # written without data-dependent branches or boolean indexing: no host-device sync
+        logits, targets, weight = logits.float(), targets.float() * mask, mask.float()
         loss = logits.new_zeros(())
         if self.listwise_weight:
-            totals = (targets * mask).sum(dim=1)
-            valid = totals > 0
-            if valid.any():
-                log_probs = F.log_softmax((logits / self.tau).masked_fill(~mask, -1e4), dim=1)
-                p = (targets * mask) / totals.clamp_min(1e-12).unsqueeze(1)
-                per_group = -(p * log_probs).sum(dim=1)
-                loss = loss + self.listwise_weight * per_group[valid].mean()
+            totals = targets.sum(dim=1)
+            valid = (totals > 0).float()
+            log_probs = F.log_softmax((logits / self.tau).masked_fill(~mask, -1e4), dim=1)
+            per_group = -(targets / totals.clamp_min(1e-12).unsqueeze(1) * log_probs).sum(dim=1)
+            loss = loss + self.listwise_weight * (per_group * valid).sum() / valid.sum().clamp_min(1)
         if self.pointwise_weight:
-            bce = F.binary_cross_entropy_with_logits(logits[mask], targets[mask])
-            loss = loss + self.pointwise_weight * bce
+            bce = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
+            loss = loss + self.pointwise_weight * (bce * weight).sum() / weight.sum().clamp_min(1)
         return loss
 
 

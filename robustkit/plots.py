@@ -107,7 +107,7 @@ def plot_training(history: pd.DataFrame, *, scale: str, name: str | None = "crit
     axes[0].set_title("training loss (own objective)")
     for ax, metric in zip(axes[1:], ["ndcg@3", "mrr"]):
         sns.lineplot(data=val, x="epoch", y=metric, hue="critic", marker="o", ax=ax, legend=False)
-        ax.set_title(f"validation {metric.upper()} (teacher utilities)")
+        ax.set_title(f"validation {metric.upper()} (own held-out groups)")
     fig.suptitle(f"Critic distillation (scale {scale})", y=1.03)
     if name:
         save(fig, name, history)
