@@ -22,7 +22,7 @@ run: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=$(SCALE) $(BIN)/python -m robustkit run
 
 test: setup
-	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=3600 -p no:cacheprovider
 
 bench: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m robustkit bench

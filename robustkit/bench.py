@@ -1,7 +1,8 @@
 """``python -m robustkit bench``: speed and memory of the kit's building blocks, in one run.
 
 Prints generator tokens/s unbatched vs batched, call-cache replay vs generation, BM25 and dense
-queries/s, model load time cold (GGUF conversion) vs cached, and peak RSS. Ratios are against
+queries/s, model load time cold (GGUF conversion) vs cached, reranking latency (critic vs
+relevance CE vs LLM-rerank) with end-to-end queries/s with and without abstention, and peak RSS. Ratios are against
 baselines measured in the same run. Timings are printed, never asserted.
 """
 from __future__ import annotations
@@ -87,6 +88,38 @@ def bench_load() -> dict[str, float]:
     return {"load cold s": cold, "load cached s": cached, "cold / cached": cold / cached}
 
 
+def bench_corm(n_queries: int = 48) -> dict[str, float]:
+    """Algorithm 1 at tiny: reranking latency for M candidates (critic vs relevance CE vs
+    LLM-rerank, no cache), and end-to-end queries/s with and without the abstention short-cut."""
+    import numpy as np
+
+    from robustkit import experiments as ex
+    from robustkit import pipeline
+    from robustkit.corm import RiskAwareRAG
+
+    scale = get_scale("tiny")
+    queries = ex.test_queries(scale)
+    biased = list(queries.loc[queries["condition"] == "biased", "query"][:n_queries])
+    methods = ex.rerankers(scale, ["relevance-ce", "corm", "llm-rerank"])
+    latency = ex.rerank_latency(scale, methods, biased[:8]).set_index("method")["rerank ms/query"]
+    out = {f"{name} rerank ms/query": ms for name, ms in latency.items()}
+    out["corm / relevance-ce latency"] = latency["corm"] / latency["relevance-ce"]
+    out["llm-rerank / corm latency"] = latency["llm-rerank"] / latency["corm"]
+    corpus = pipeline.corpus_for(scale.name)
+    with tempfile.TemporaryDirectory() as tmp:  # time real generation, not cache replays
+        reader = Generator("generator", scale, cache=CallCache(Path(tmp) / "calls.sqlite"))
+        system = RiskAwareRAG(pipeline.retriever_for(scale.name), methods["corm"], reader, corpus,
+                              m=scale.m_inference, c=scale.context_size)
+        gamma = float(np.median([s[0] for _, s in system.rank(biased)]))
+        for label, g in (("forced", None), (f"gamma={gamma:.2f}", gamma)):
+            reader.cache = CallCache(Path(tmp) / f"{label}.sqlite")
+            start = time.perf_counter()
+            results = system(biased, gamma=g)
+            out[f"end-to-end q/s, {label}"] = len(biased) / (time.perf_counter() - start)
+            out[f"abstained, {label}"] = float(np.mean([r.abstained for r in results]))
+    return out
+
+
 def main() -> None:
     import torch
 
@@ -94,7 +127,8 @@ def main() -> None:
           f"{torch.get_num_threads()} threads")
     sections = [(f"generator, {n} new tokens", lambda n=n: bench_generator(max_new_tokens=n))
                 for n in (16, 32)]
-    sections += [("retrieval", bench_retrieval), ("model load", bench_load)]
+    sections += [("retrieval", bench_retrieval), ("model load", bench_load),
+                 ("risk-aware RAG (Algorithm 1)", bench_corm)]
     for title, fn in sections:
         print(f"\n[{title}]")
         for key, value in fn().items():

@@ -49,7 +49,7 @@ SCALES: dict[str, Scale] = {
     "tiny": Scale("tiny", "mini", n_train_questions=48, n_test_questions=0, k_perturbations=3,
                   m_candidates=6, n_negatives=4, m_inference=20, context_size=1,
                   batch_groups=8, gen_batch_size=16, **_COMMON),
-    "small": Scale("small", "nq_open_oracle", n_train_questions=300, n_test_questions=300,
+    "small": Scale("small", "nq_open_oracle", n_train_questions=100, n_test_questions=150,
                    k_perturbations=3, m_candidates=8, n_negatives=6, m_inference=50,
                    context_size=1, batch_groups=16, gen_batch_size=16, **_COMMON),
     "colab": Scale("colab", "nq_open_oracle", n_train_questions=0, n_test_questions=0,

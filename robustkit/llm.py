@@ -129,16 +129,41 @@ class Generator:
             batch_size: prompts per forward pass (default: the scale's).
             progress: show a progress bar (default: when more than one batch is needed).
         """
-        _check_prompts(prompts)
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        params = {"max_new_tokens": max_new_tokens, "stop": list(stop), "decoding": "greedy"}
+        return self._cached_map(prompts, params,
+                                lambda texts: self._decode(texts, max_new_tokens, stop),
+                                batch_size, progress, desc, store=str, load=str)
+
+    def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str] = ("yes", "no"),
+                             *, batch_size: int | None = None, progress: bool | None = None,
+                             desc: str = "scoring") -> list[list[float]]:
+        """P(option | prompt) renormalised over ``options``, from one forward pass per prompt.
+
+        Each option is scored by its first token, so options must differ in their first token.
+        """
+        first = [self.tokenizer(o, add_special_tokens=False)["input_ids"][0] for o in options]
+        if len(set(first)) != len(first):
+            raise ValueError(f"options {list(options)} share a first token; they cannot be told apart")
+        params = {"options": list(options), "kind": "option-probabilities"}
+        return self._cached_map(prompts, params, lambda texts: self._option_probs(texts, first),
+                                batch_size, progress, desc, store=json.dumps, load=json.loads)
+
+    def _cached_map(self, prompts, params: dict, compute, batch_size, progress, desc, *,
+                    store, load) -> list:
+        """Apply ``compute`` (rendered texts -> outputs) batch by batch, through the cache.
+
+        Each finished batch is committed at once, so an interruption keeps every finished batch.
+        """
+        _check_prompts(prompts)
         if not prompts:
             return []
+        params = json.dumps({**params, "dtype": self.dtype}, sort_keys=True)
         rendered = [self.render(p) for p in prompts]
-        params = json.dumps({"max_new_tokens": max_new_tokens, "stop": list(stop),
-                             "dtype": self.dtype, "decoding": "greedy"}, sort_keys=True)
         keys = [_key(self.model_id, text, params) for text in rendered]
-        done = self.cache.get_many(keys) if self.cache is not None else {}
+        stored = self.cache.get_many(keys) if self.cache is not None else {}
+        done = {k: load(v) for k, v in stored.items()}
         todo = sorted({k: t for k, t in zip(keys, rendered) if k not in done}.items(),
                       key=lambda kv: -len(kv[1]))  # similar lengths share a batch: less padding
         self.hits += len(keys) - len(todo)
@@ -148,13 +173,22 @@ class Generator:
         with tqdm(total=len(todo), desc=desc, disable=not show) as bar:
             for start in range(0, len(todo), batch_size):
                 batch = todo[start:start + batch_size]
-                outputs = self._decode([text for _, text in batch], max_new_tokens, stop)
+                outputs = compute([text for _, text in batch])
                 done.update((k, out) for (k, _), out in zip(batch, outputs))
                 if self.cache is not None:
-                    self.cache.put_many([(k, self.model_id, text, params, out)
+                    self.cache.put_many([(k, self.model_id, text, params, store(out))
                                          for (k, text), out in zip(batch, outputs)])
                 bar.update(len(batch))
         return [done[k] for k in keys]
+
+    def _option_probs(self, texts: list[str], token_ids: list[int]) -> list[list[float]]:
+        import torch
+
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True,
+                             add_special_tokens=False).to(self.device)
+        with torch.inference_mode():
+            logits = self.model(**enc).logits[:, -1, token_ids].float()  # left padding: last = next
+        return torch.softmax(logits, dim=-1).tolist()
 
     def _decode(self, texts: list[str], max_new_tokens: int, stop: Sequence[str]) -> list[str]:
         import torch

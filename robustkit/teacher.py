@@ -22,7 +22,8 @@ from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from robustkit.artifacts import JsonlLog, read_manifest, write_manifest
+from robustkit.artifacts import (JsonlLog, manifest_path, matching_artifact, read_manifest,
+                                 write_manifest)
 from robustkit.data.records import Corpus, DataError, Question, has_answer, write_jsonl
 from robustkit.metrics import substring_match
 from robustkit.rag import reader_prompt
@@ -53,7 +54,12 @@ def label(questions: Sequence[Question], perturbations: Sequence[dict], corpus: 
     if not questions:
         raise ValueError("no training questions to label")
     out_path = Path(out_path)
-    log = JsonlLog(out_path.with_name(out_path.name + ".partial"), key="key")
+    inputs = labels_inputs(corpus, teacher.model_id, m, questions, perturbations)
+    partial = out_path.with_name(out_path.name + ".partial")
+    if partial.exists() and not matching_artifact(partial, inputs):
+        partial.unlink()  # left by a run with other inputs: resuming from it would mix labels
+    write_manifest(partial, inputs)
+    log = JsonlLog(partial, key="key")
     pools = _candidate_pools(questions, by_question, retriever, m)
     calls_before, hits_before, start = teacher.misses, teacher.hits, time.perf_counter()
     chunks = [questions[i:i + chunk_size] for i in range(0, len(questions), chunk_size)]
@@ -66,10 +72,11 @@ def label(questions: Sequence[Question], perturbations: Sequence[dict], corpus: 
     records = [log.records[f"{q.id}|{doc}"] for q in questions for doc, _ in pools[q.id]]
     write_jsonl(out_path, records)
     log.path.unlink()
-    write_manifest(out_path, labels_inputs(corpus, teacher.model_id, m, questions, perturbations),
-                   {"teacher calls": teacher.misses - calls_before,
-                    "cache hits": teacher.hits - hits_before, "records": len(records),
-                    "seconds": round(time.perf_counter() - start, 1)})
+    manifest_path(partial).unlink()
+    write_manifest(out_path, inputs, {"teacher calls": teacher.misses - calls_before,
+                                      "cache hits": teacher.hits - hits_before,
+                                      "records": len(records),
+                                      "seconds": round(time.perf_counter() - start, 1)})
     return records
 
 

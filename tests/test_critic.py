@@ -107,3 +107,15 @@ def test_checkpoint_with_mismatched_tokenizer_is_refused(tmp_path):
     config.write_text(config.read_text().replace(str(critic.tokenizer.vocab_size), "1234"))
     with pytest.raises(ValueError, match="tokenizer vocabulary"):
         EvidenceCritic.load(tmp_path / "c")
+
+
+def test_training_entry_point_imports_only_torch_transformers_accelerate():
+    import subprocess
+    import sys
+
+    heavy = ["pandas", "faiss", "sentence_transformers", "datasets", "bm25s", "scipy", "seaborn",
+             "matplotlib", "peft", "trl", "sklearn"]
+    code = ("import sys, robustkit.critic, accelerate; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -1,0 +1,104 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustkit import experiments as ex
+from robustkit.corm import ABSTAIN, FirstStage, RiskAwareRAG, select_context
+from robustkit.data import Corpus, Passage
+from robustkit.retrieval import Hit
+
+
+def test_select_context_follows_algorithm_1():
+    ids, scores = ["a", "b", "c", "d"], [0.9, 0.7, 0.4, 0.2]
+    assert select_context(ids, scores, None, 3) == ["a", "b", "c"]  # forced: top C
+    assert select_context(ids, scores, 0.5, 3) == ["a", "b"]  # only S >= γ
+    assert select_context(ids, scores, 0.1, 2) == ["a", "b"]  # at most C
+    assert select_context(ids, scores, 0.95, 3) == []  # S[0] < γ: abstain
+
+
+class EmptyRetriever:
+    def search(self, queries, k):
+        return [[] for _ in queries]
+
+
+class FixedRetriever:
+    def search(self, queries, k):
+        return [[Hit("p1", 0.9, 0), Hit("p2", 0.2, 1)] for _ in queries]
+
+
+CORPUS = Corpus([Passage("p1", "Canberra", "Canberra is the capital of Australia."),
+                 Passage("p2", "Sydney", "Sydney is the largest city in Australia.")])
+
+
+def test_abstains_when_retriever_returns_nothing(generator):
+    rag = RiskAwareRAG(EmptyRetriever(), FirstStage("dense"), generator, CORPUS, m=5, c=1)
+    result = rag(["what is the capital of australia"], gamma=0.5)[0]
+    assert result.abstained and result.answer == ABSTAIN and result.confidence == 0.0
+
+
+def test_gamma_gates_generation(generator):
+    rag = RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, m=2, c=1)
+    answered, abstained = rag(["what is the capital of australia"] * 2, gamma=0.5)[0], \
+        rag(["what is the capital of australia"], gamma=0.95)[0]
+    assert not answered.abstained and answered.context_ids == ["p1"] and "canberra" in answered.answer.lower()
+    assert abstained.abstained and abstained.confidence == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("kwargs,message", [({"c": 0}, "C .* >= 1"), ({"m": 2, "c": 3}, "M .* must be >= C")])
+def test_bad_parameters(generator, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, **kwargs)
+
+
+@pytest.mark.parametrize("gamma", [-0.1, 1.5])
+def test_gamma_out_of_range(generator, gamma):
+    rag = RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, m=2, c=1)
+    with pytest.raises(ValueError, match="gamma must be in"):
+        rag(["q"], gamma=gamma)
+
+
+def _results():
+    """Two methods, 4 questions, clean + biased, with hand-set outcomes."""
+    rows = []
+    for method, clean, biased, conf, ranks in [("corm", [1, 1, 1, 0], [1, 1, 0, 0], [.9, .8, .3, .1], [1, 1, 3, None]),
+                                               ("relevance-ce", [1, 1, 0, 0], [1, 0, 0, 0], [.5, .6, .7, .8], [2, 1, 3, None])]:
+        for i in range(4):
+            rows.append({"method": method, "question_id": f"q{i}", "condition": "clean", "type": "clean",
+                         "correct": clean[i], "confidence": conf[i], "gold_rank": ranks[i],
+                         "ranked_ids": ["g", "x"], "gold_ids_ranked": ["g"], "query": f"clean {i}"})
+            rows.append({"method": method, "question_id": f"q{i}", "condition": "biased", "type": "false_premise",
+                         "correct": biased[i], "confidence": conf[i], "gold_rank": ranks[i],
+                         "ranked_ids": ["x", "g"] if ranks[i] != 1 else ["g", "x"], "gold_ids_ranked": ["g"],
+                         "query": f"biased {i}"})
+    return pd.DataFrame(rows)
+
+
+def test_table1_and_gap():
+    table = ex.table1(_results()).set_index("key")
+    assert table.loc["corm", "clean accuracy"] == 75.0 and table.loc["corm", "biased accuracy"] == 50.0
+    assert table.loc["corm", "robustness gap"] == 25.0
+    assert table.loc["relevance-ce", "biased accuracy"] == 25.0
+
+
+def test_risk_coverage_and_paired_ranks():
+    _, summary = ex.risk_coverage_table(_results())
+    corm = summary.set_index("method").loc["corm"]
+    assert corm["acc@50%"] == 1.0 and corm["acc@100%"] == 0.5
+    rce = summary.set_index("method").loc["relevance-ce"]
+    assert rce["acc@50%"] == 0.0  # its confidence is anti-correlated with correctness
+    _, shares = ex.paired_ranks(_results())
+    assert shares == {"corm better": pytest.approx(1 / 3), "relevance-ce better": 0.0,
+                      "tie": pytest.approx(2 / 3), "n": 3}
+
+
+def test_recall_table_counts_only_queries_with_gold():
+    recall = ex.recall_table(_results(), methods=("corm",))
+    assert recall.set_index("k").loc[1, "recall"] == pytest.approx(0.5)
+    assert recall.set_index("k").loc[2, "recall"] == 1.0
+
+
+def test_widgets_build(generator):
+    from robustkit import widgets
+
+    box = widgets.gamma_explorer(_results(), "corm")
+    assert box.children[0].description == "γ"
