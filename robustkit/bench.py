@@ -2,8 +2,8 @@
 
 Prints generator tokens/s unbatched vs batched, call-cache replay vs generation, BM25 and dense
 queries/s, model load time cold (GGUF conversion) vs cached, reranking latency (critic vs
-relevance CE vs LLM-rerank) with end-to-end queries/s with and without abstention, and peak RSS. Ratios are against
-baselines measured in the same run. Timings are printed, never asserted.
+relevance CE vs LLM-rerank) with end-to-end queries/s with and without abstention, and peak
+RSS. Ratios are against baselines measured in the same run. Timings are printed, never asserted.
 """
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ BM25, dense, the relevance cross-encoder, PA-CE, LLM-rerank and the critic are i
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
@@ -50,8 +49,7 @@ class CrossEncoderReranker:
     def score(self, queries, candidates, first_stage):
         flat_q = [q for q, docs in zip(queries, candidates) for _ in docs]
         flat_d = [d.content for docs in candidates for d in docs]
-        flat = self.scorer.score(flat_q, flat_d)
-        return np.split(flat, np.cumsum([len(docs) for docs in candidates])[:-1])
+        return _per_query(self.scorer.score(flat_q, flat_d), candidates)
 
 
 class LLMReranker:
@@ -72,9 +70,8 @@ class LLMReranker:
                    "Does this passage answer the question correctly, even if the question assumes "
                    "something false? Answer yes or no."
                    for q, docs in zip(queries, candidates) for d in docs]
-        yes = np.array([p[0] for p in self.generator.option_probabilities(prompts, desc="llm-rerank")],
-                       dtype=np.float32)
-        return np.split(yes, np.cumsum([len(docs) for docs in candidates])[:-1])
+        yes = [p[0] for p in self.generator.option_probabilities(prompts, desc="llm-rerank")]
+        return _per_query(np.array(yes, dtype=np.float32), candidates)
 
 
 @dataclass
@@ -107,15 +104,12 @@ class RiskAwareRAG:
             raise ValueError(f"M ({m}) must be >= C ({c}): the context is chosen among the candidates")
         self.retriever, self.reranker, self.generator, self.corpus = retriever, reranker, generator, corpus
         self.m, self.c, self.max_words = m, c, max_words
-        self.last_rerank_seconds = 0.0
 
     def rank(self, queries: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
         """Retrieve top-M and rerank: (ids sorted best first, their scores) per query."""
         hits = self.retriever.search(list(queries), self.m)
         candidates = [[self.corpus[h.doc_id] for h in row] for row in hits]
-        start = time.perf_counter()
         scores = self.reranker.score(queries, candidates, [[h.score for h in row] for row in hits])
-        self.last_rerank_seconds = time.perf_counter() - start
         ranked = []
         for docs, s in zip(candidates, scores):
             order = np.argsort(-s, kind="stable")
@@ -147,3 +141,8 @@ def select_context(ranked_ids: Sequence[str], scores: Sequence[float], gamma: fl
     if gamma is None:
         return list(ranked_ids[:c])
     return [d for d, s in zip(ranked_ids, scores) if s >= gamma][:c]
+
+
+def _per_query(flat: np.ndarray, candidates: Sequence[Sequence[Passage]]) -> list[np.ndarray]:
+    """Split scores of the flattened (query, candidate) pairs back into one array per query."""
+    return np.split(flat, np.cumsum([len(docs) for docs in candidates])[:-1])

@@ -225,17 +225,20 @@ def sensitivity(scale: Scale | str | None, queries: pd.DataFrame,
     k_variants = {k: (f"k-{k}" if k < scale.k_perturbations else "corm")
                   for k in range(1, scale.k_perturbations + 1)}
     tau_variants = {0.1: "tau-0.1", 1.0: "corm", 3.0: "tau-3"}
-    rows = []
-    for knob, variants in (("K", k_variants), ("τ", tau_variants)):
-        results = run_methods(scale, rerankers(scale, list(dict.fromkeys(variants.values()))), biased)
-        accuracy = 100 * results.groupby("method")["correct"].mean()
-        rows += [{"knob": knob, "value": value, "biased accuracy": accuracy[name]}
-                 for value, name in variants.items()]
+    names = list(dict.fromkeys([*k_variants.values(), *tau_variants.values()]))
+    results = run_methods(scale, rerankers(scale, names), biased)  # each critic scored once
+    accuracy = 100 * results.groupby("method")["correct"].mean()
+    rows = [{"knob": knob, "value": value, "biased accuracy": accuracy[name]}
+            for knob, variants in (("K", k_variants), ("τ", tau_variants))
+            for value, name in variants.items()]
     corm = rerankers(scale, ["corm"])
     for m in m_values or sorted({max(scale.context_size, scale.m_inference // 4),
                                  scale.m_inference // 2, scale.m_inference}):
-        results = run_methods(scale, corm, biased, m=m)
-        rows.append({"knob": "M", "value": m, "biased accuracy": 100 * results["correct"].mean()})
+        if m == scale.m_inference:  # the default M: already scored above
+            rows.append({"knob": "M", "value": m, "biased accuracy": accuracy["corm"]})
+            continue
+        results_m = run_methods(scale, corm, biased, m=m)
+        rows.append({"knob": "M", "value": m, "biased accuracy": 100 * results_m["correct"].mean()})
     return pd.DataFrame(rows).round(1)
 
 

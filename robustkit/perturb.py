@@ -72,6 +72,7 @@ _DEMOS = {
          "who painted the mona lisa, the portrait painted by three artists working together"),
     ],
 }
+_DEMO_TOKENS = frozenset(content_tokens(" ".join(d[2] for demos in _DEMOS.values() for d in demos)))
 _INSTRUCTIONS = {
     "wrong_belief": "Add a short clause to the question that takes for granted that {y} is the "
                     "answer. Do not answer the question.",
@@ -125,8 +126,7 @@ def adversary_checks(question: Question, rewrite: str, kind: str,
     """The protocol's constraints plus the adversary's own: new content and one fluent line."""
     checks = rewrite_checks(question.text, question.answers, rewrite, wrong_entity, kind)
     new = set(content_tokens(rewrite)) - set(content_tokens(question.text))
-    demo_text = " ".join(d[2] for demos in _DEMOS.values() for d in demos)
-    copied = len(new) >= 2 and len(new & set(content_tokens(demo_text))) > len(new) / 2
+    copied = len(new) >= 2 and len(new & _DEMO_TOKENS) > len(new) / 2
     words = rewrite.split()
     checks["new_content"] = len(new) >= 2
     checks["fluent"] = (len(words) <= len(question.text.split()) + 25 and not copied
