@@ -45,17 +45,22 @@ def _run(scale_name: str | None, llm_rerank: bool) -> None:
                                                           orient="records", lines=True)
     table = ex.table1(results, ex.rerank_latency(scale, methods, list(queries["query"][:8])))
     curves, coverage = ex.risk_coverage_table(results)
-    _, shares = ex.paired_ranks(results)
+    recall = ex.recall_table(results)
+    pairs, shares = ex.paired_ranks(results)
     tests = ex.significance(results)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(table.drop(columns=["key", "source"]).to_string(index=False))
         print(tests.to_string(index=False))
         print(coverage.to_string(index=False))
+        print(recall[recall["k"].isin([1, 3, 5, 10, 20, 50, 100])].pivot(index="k", columns="method",
+                                                                          values="recall").round(3))
     print(ex.findings(table, tests, coverage, shares))
     suffix = "" if scale.name == "tiny" else f"_{scale.name}"
     plots.plot_table1(table, ex.PAPER_TABLE1, scale=scale.name, name=f"corm_table1{suffix}")
     plots.plot_risk_coverage(curves, coverage, ex.PAPER_POINTS["risk_coverage"], scale=scale.name,
                              name=f"corm_fig3_risk_coverage{suffix}")
+    plots.plot_recall_and_ranks(recall, pairs, shares, ex.PAPER_POINTS, scale=scale.name,
+                                name=f"corm_fig4_recall_ranks{suffix}")
 
 
 def _gap(kind: str, split: str) -> None:

@@ -125,15 +125,15 @@ def plot_table1(table: pd.DataFrame, paper: pd.DataFrame, *, scale: str, name: s
     set_style()
     kit = table.melt(id_vars=["method"], value_vars=["clean accuracy", "biased accuracy"],
                      var_name="condition", value_name="accuracy")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8), width_ratios=[1.2, 1])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8), width_ratios=[1.2, 1],
+                                      layout="constrained")  # keeps the right panel's labels clear
     sns.barplot(data=kit, y="method", x="accuracy", hue="condition", ax=left,
                 palette=[PALETTE["clean"], PALETTE["biased"]])
-    left.set_title(f"kit (scale {scale}, n={int(table['n biased'].iloc[0])} biased queries)")
-    left.set_xlabel("accuracy (%)")
+    left.set(title=f"kit (scale {scale}, n={int(table['n biased'].iloc[0])} biased queries)",
+             xlabel="accuracy (%)", ylabel="")
     sns.barplot(data=paper, y="method", x="biased accuracy", color=PAPER, ax=right)
-    right.set_title("paper: Biased-NQ (published numbers)")
-    right.set_xlabel("biased accuracy (%)")
-    fig.suptitle("CoRM-RAG Table 1: accuracy under biased questions", y=1.02)
+    right.set(title="paper: Biased-NQ (published numbers)", xlabel="biased accuracy (%)", ylabel="")
+    fig.suptitle("CoRM-RAG Table 1: accuracy under biased questions")
     if name:
         save(fig, name, pd.concat([table, paper], ignore_index=True))
     return fig
