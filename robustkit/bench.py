@@ -105,18 +105,16 @@ def bench_corm(n_queries: int = 48) -> dict[str, float]:
     out = {f"{name} rerank ms/query": ms for name, ms in latency.items()}
     out["corm / relevance-ce latency"] = latency["corm"] / latency["relevance-ce"]
     out["llm-rerank / corm latency"] = latency["llm-rerank"] / latency["corm"]
-    corpus = pipeline.corpus_for(scale.name)
-    with tempfile.TemporaryDirectory() as tmp:  # time real generation, not cache replays
-        reader = Generator("generator", scale, cache=CallCache(Path(tmp) / "calls.sqlite"))
-        system = RiskAwareRAG(pipeline.retriever_for(scale.name), methods["corm"], reader, corpus,
-                              m=scale.m_inference, c=scale.context_size)
-        gamma = float(np.median([s[0] for _, s in system.rank(biased)]))
-        for label, g in (("forced", None), (f"gamma={gamma:.2f}", gamma)):
-            reader.cache = CallCache(Path(tmp) / f"{label}.sqlite")
-            start = time.perf_counter()
-            results = system(biased, gamma=g)
-            out[f"end-to-end q/s, {label}"] = len(biased) / (time.perf_counter() - start)
-            out[f"abstained, {label}"] = float(np.mean([r.abstained for r in results]))
+    reader = pipeline.generator_for(scale.name).with_cache(False)  # real generation, no replays
+    system = RiskAwareRAG(pipeline.retriever_for(scale.name), methods["corm"], reader,
+                          pipeline.corpus_for(scale.name), m=scale.m_inference,
+                          c=scale.context_size, max_words=scale.max_passage_words)
+    gamma = float(np.median([s[0] for _, s in system.rank(biased)]))
+    for label, g in (("forced", None), (f"gamma={gamma:.2f}", gamma)):
+        start = time.perf_counter()
+        results = system(biased, gamma=g)
+        out[f"end-to-end q/s, {label}"] = len(biased) / (time.perf_counter() - start)
+        out[f"abstained, {label}"] = float(np.mean([r.abstained for r in results]))
     return out
 
 

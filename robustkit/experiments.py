@@ -96,8 +96,6 @@ def run_methods(scale: Scale | str | None, methods: dict, queries: pd.DataFrame,
 def rerank_latency(scale: Scale | str | None, methods: dict, queries: Sequence[str], *,
                    m: int | None = None) -> pd.DataFrame:
     """Reranking time per query (ms) for M candidates, measured now, with no cache."""
-    from robustkit.llm import Generator
-
     scale = pipeline.scale_of(scale)
     corpus = pipeline.corpus_for(scale.name)
     m = m or min(scale.m_inference, len(corpus))
@@ -107,10 +105,7 @@ def rerank_latency(scale: Scale | str | None, methods: dict, queries: Sequence[s
     rows = []
     for name, reranker in methods.items():
         if isinstance(reranker, LLMReranker):  # time real model calls, not cache hits
-            shared = reranker.generator
-            uncached = Generator(spec=shared.spec, scale=shared.scale, cache=False)
-            uncached._model, uncached._tokenizer = shared.model, shared.tokenizer
-            reranker = LLMReranker(uncached, reranker.max_words)
+            reranker = LLMReranker(reranker.generator.with_cache(False), reranker.max_words)
         start = time.perf_counter()
         reranker.score(list(queries), candidates, first)
         rows.append({"method": name, "rerank ms/query": 1000 * (time.perf_counter() - start) / len(queries),

@@ -10,6 +10,7 @@ safetensors copy in the cache directory, so later loads take about a second.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import shutil
@@ -84,6 +85,15 @@ class Generator:
     @property
     def model_id(self) -> str:
         return self.spec.name
+
+    def with_cache(self, cache: CallCache | bool) -> "Generator":
+        """The same generator (sharing its loaded weights) with another call cache; ``False``
+        for none, e.g. to time real model calls rather than cache replays."""
+        twin = copy.copy(self)
+        twin.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
+        twin.hits = twin.misses = 0
+        twin._model, twin._tokenizer = self.model, self.tokenizer
+        return twin
 
     @property
     def tokenizer(self):

@@ -55,10 +55,9 @@ def retriever_for(scale_name: str):
 
 @lru_cache(maxsize=8)
 def generator_for(scale_name: str, role: str = "generator"):
-    from robustkit.llm import Generator
+    from robustkit.llm import DEFAULT_SYSTEM, Generator
 
-    return Generator(role, scale_name, system_prompt=None if role == "adversary" else
-                     "You are a concise assistant. Answer with a short phrase.")
+    return Generator(role, scale_name, system_prompt=None if role == "adversary" else DEFAULT_SYSTEM)
 
 
 def train_questions(scale: Scale | str | None = None) -> list[Question]:

@@ -45,7 +45,7 @@ def query_playground(similarity, critic, k: int = 5, example: str = ""):
     from IPython.display import display
 
     box = widgets.Text(value=example, description="question", layout=widgets.Layout(width="90%"),
-                       continue_update=False)
+                       continuous_update=False)
     out = widgets.Output()
 
     def show(change=None):

@@ -97,7 +97,7 @@ def test_recall_table_counts_only_queries_with_gold():
     assert recall.set_index("k").loc[2, "recall"] == 1.0
 
 
-def test_widgets_build(generator):
+def test_widgets_build():
     from robustkit import widgets
 
     box = widgets.gamma_explorer(_results(), "corm")

@@ -10,17 +10,14 @@ PASSAGE_PROMPT = ("Passage: Canberra is the capital city of Australia.\n"
 @pytest.fixture
 def fresh(tmp_path, generator):
     """A generator sharing the loaded model but with an empty cache."""
-    gen = Generator("generator", "tiny", cache=CallCache(tmp_path / "calls.sqlite"))
-    gen._model, gen._tokenizer = generator.model, generator.tokenizer
-    return gen
+    return generator.with_cache(CallCache(tmp_path / "calls.sqlite"))
 
 
 def test_batched_equals_unbatched_and_follows_passage(fresh, generator):
     prompts = [PASSAGE_PROMPT, "What is 2 + 2?", "Name a colour."]
     batched = fresh.generate(prompts, max_new_tokens=12, batch_size=3)
     assert "canberra" in batched[0].lower()
-    uncached = Generator("generator", "tiny", cache=False)
-    uncached._model, uncached._tokenizer = generator.model, generator.tokenizer
+    uncached = generator.with_cache(False)
     assert [uncached.generate([p], max_new_tokens=12)[0] for p in prompts] == batched
     assert fresh.generate(prompts[::-1], max_new_tokens=12) == batched[::-1]
     assert fresh.hits == 3 and fresh.misses == 3
