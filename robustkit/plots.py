@@ -1,7 +1,8 @@
-"""Figures: one function per figure, one style, saved as PNG with the numbers beside as CSV.
+"""Figures: one style, saved as PNG with the plotted numbers beside as CSV.
 
-Plot functions take result tables (DataFrames) and never recompute results, so a reader can
-redraw any figure from its CSV alone.
+Each method draws its paper's figures in its own ``figures.py`` with these helpers; plot
+functions take result tables (DataFrames) and never recompute results, so a reader can redraw
+any figure from its CSV alone.
 """
 from __future__ import annotations
 
@@ -15,9 +16,20 @@ import seaborn as sns
 from robustkit.config import figures_dir
 
 PALETTE = {"clean": "#4C72B0", "biased": "#DD8452"}
+KIT, PAPER = "#4C72B0", "#999999"  # the kit's own numbers, and a paper's published ones
 
 
-def set_style() -> None:
+def set_style(inline: bool = False) -> None:
+    """The kit's one plot style. With ``inline`` (``rk.start``), figures are also shown inline
+    when running in a notebook kernel, even where ``MPLBACKEND`` names a non-interactive backend."""
+    if inline:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            get_ipython = None
+        shell = get_ipython() if get_ipython else None
+        if shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell":
+            shell.run_line_magic("matplotlib", "inline")
     sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95)
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight"})
 
@@ -50,196 +62,3 @@ def plot_gap(table: pd.DataFrame, *, scale: str, name: str | None = "gap_mini"):
     if name:
         save(grid.figure, name, long)
     return grid.figure
-
-
-def plot_perturbations(records: list[dict], *, scale: str, name: str | None = "perturbations"):
-    """(a) LLM-written vs template-fallback rewrites per type; (b) rejection rate per validator."""
-    set_style()
-    frame = pd.DataFrame(records)
-    share = (frame.groupby("type")["source"].value_counts(normalize=True).rename("share")
-             .reset_index())
-    attempts = pd.DataFrame([{"type": r["type"], "rule": rule, "rejected": float(not ok)}
-                             for r in records for a in r["attempts"] for rule, ok in a["checks"].items()])
-    rejection = attempts.groupby(["type", "rule"])["rejected"].mean().reset_index()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6), width_ratios=[1, 1.6])
-    sns.barplot(data=share, x="type", y="share", hue="source", ax=left,
-                hue_order=["llm", "template"], palette=["#55A868", "#C44E52"])
-    left.set_title("where each rewrite came from")
-    left.tick_params(axis="x", rotation=20)
-    pivot = rejection.pivot(index="rule", columns="type", values="rejected")
-    sns.heatmap(pivot, annot=True, fmt=".0%", cmap="Reds", vmin=0, vmax=1, cbar=False, ax=right)
-    right.set_title("share of LLM attempts each validator rejected")
-    right.tick_params(axis="x", rotation=20)
-    fig.suptitle(f"Perturbation synthesis (scale {scale}, {frame['question_id'].nunique()} "
-                 f"questions, {len(frame)} rewrites, {len(attempts) // max(1, attempts['rule'].nunique())} "
-                 "attempts)", y=1.03)
-    if name:
-        save(fig, name, share.merge(rejection, on="type", how="outer"))
-    return fig
-
-
-def plot_labels(labels: list[dict], *, scale: str, name: str | None = "teacher_labels"):
-    """Distribution of the teacher's robustness utility s, by candidate pool and by gold."""
-    set_style()
-    frame = pd.DataFrame(labels)
-    frame["pool"] = frame["in_clean_pool"].map({True: "clean pool", False: "perturbed pool only"})
-    frame["evidence"] = frame["has_gold"].map({True: "contains gold answer", False: "no gold answer"})
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
-    for ax, column in zip(axes, ["pool", "evidence"]):
-        counts = frame.groupby(column)["s"].value_counts(normalize=True).rename("share").reset_index()
-        counts["s"] = counts["s"].round(2)
-        sns.barplot(data=counts, x="s", y="share", hue=column, ax=ax)
-        ax.set_xlabel("teacher utility s(x, d)")
-        ax.set_title(f"s by {column}")
-    n_q = frame["question_id"].nunique()
-    fig.suptitle(f"Teacher labels (scale {scale}, {n_q} questions, {len(frame)} candidates)", y=1.03)
-    if name:
-        save(fig, name, frame.groupby(["pool", "evidence"])["s"].describe().reset_index())
-    return fig
-
-
-def plot_training(history: pd.DataFrame, *, scale: str, name: str | None = "critic_training"):
-    """Training loss per step and validation NDCG@3 / MRR per epoch, one line per critic."""
-    set_style()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
-    train = history[history["split"] == "train"]
-    val = history[history["split"] == "val"]
-    sns.lineplot(data=train, x="epoch", y="loss", hue="critic", ax=axes[0], alpha=0.8)
-    axes[0].set_title("training loss (own objective)")
-    for ax, metric in zip(axes[1:], ["ndcg@3", "mrr"]):
-        sns.lineplot(data=val, x="epoch", y=metric, hue="critic", marker="o", ax=ax, legend=False)
-        ax.set_title(f"validation {metric.upper()} (own held-out groups)")
-    fig.suptitle(f"Critic distillation (scale {scale})", y=1.03)
-    if name:
-        save(fig, name, history)
-    return fig
-
-
-# --- CoRM-RAG Table 1 and Figures 3–7 ----------------------------------------------------------
-
-KIT, PAPER = "#4C72B0", "#999999"
-
-
-def plot_table1(table: pd.DataFrame, paper: pd.DataFrame, *, scale: str, name: str | None = "corm_table1"):
-    """Clean and biased accuracy per method (kit), with the paper's biased accuracy beside."""
-    set_style()
-    kit = table.melt(id_vars=["method"], value_vars=["clean accuracy", "biased accuracy"],
-                     var_name="condition", value_name="accuracy")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8), width_ratios=[1.2, 1],
-                                      layout="constrained")  # keeps the right panel's labels clear
-    sns.barplot(data=kit, y="method", x="accuracy", hue="condition", ax=left,
-                palette=[PALETTE["clean"], PALETTE["biased"]])
-    left.set(title=f"kit (scale {scale}, n={int(table['n biased'].iloc[0])} biased queries)",
-             xlabel="accuracy (%)", ylabel="")
-    sns.barplot(data=paper, y="method", x="biased accuracy", color=PAPER, ax=right)
-    right.set(title="paper: Biased-NQ (published numbers)", xlabel="biased accuracy (%)", ylabel="")
-    fig.suptitle("CoRM-RAG Table 1: accuracy under biased questions")
-    if name:
-        save(fig, name, pd.concat([table, paper], ignore_index=True))
-    return fig
-
-
-def plot_risk_coverage(curves: pd.DataFrame, summary: pd.DataFrame, paper_points, *, scale: str,
-                       name: str | None = "corm_fig3_risk_coverage"):
-    """Selective accuracy vs coverage as γ sweeps; the paper's two published points marked."""
-    set_style()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for method, curve in curves.groupby("method", sort=False):
-        row = summary.set_index("method").loc[method]
-        ax.plot(curve["coverage"], curve["accuracy"],
-                label=f"{method} (AURC {row['AURC']:.3f}, ECE {row['ECE']:.3f})")
-    cov, acc = zip(*paper_points)
-    ax.scatter(cov, acc, marker="*", s=160, color="black", zorder=3, label="paper: CoRM (80%→62.0, 50%→78.0)")
-    ax.set_xlabel("coverage (share of questions answered)")
-    ax.set_ylabel("selective accuracy")
-    ax.set_title(f"Fig. 3 risk–coverage on biased queries (scale {scale}, n={int(summary['n'].iloc[0])})")
-    ax.legend(fontsize=8)
-    if name:
-        save(fig, name, curves)
-    return fig
-
-
-def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dict, paper: dict, *,
-                          scale: str, x: str = "relevance-ce", y: str = "corm",
-                          name: str | None = "corm_fig4_recall_ranks"):
-    """(a) Recall@k of gold-bearing passages, log k; (b) paired first-gold ranks, x vs y."""
-    set_style()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-    sns.lineplot(data=recall, x="k", y="recall", hue="method", ax=left)
-    for method, points in paper["recall"].items():
-        left.scatter(list(points), list(points.values()), marker="*", s=120,
-                     label=f"paper: {method}", zorder=3)
-    left.set_xscale("log")
-    left.set_title(f"(a) Recall@k on biased queries with gold in the pool (n={int(recall['n'].iloc[0])})")
-    left.legend(fontsize=8)
-    jitter = np.random.default_rng(0).uniform(-0.12, 0.12, size=(2, len(pairs)))
-    right.scatter(pairs[x] * np.exp(jitter[0]), pairs[y] * np.exp(jitter[1]), alpha=0.5, s=18)
-    top = max(pairs[x].max(), pairs[y].max())
-    right.plot([1, top], [1, top], color="grey", lw=1)
-    right.set_xscale("log")
-    right.set_yscale("log")
-    right.set_xlabel(f"first gold rank, {x}")
-    right.set_ylabel(f"first gold rank, {y}")
-    right.set_title(f"(b) {y} better {shares[f'{y} better']:.1%} / {x} better "
-                    f"{shares[f'{x} better']:.1%} / tie {shares['tie']:.1%}\n"
-                    f"(paper: 45.7 / 27.1 / 27.2)")
-    fig.suptitle(f"Fig. 4 (scale {scale})", y=1.02)
-    if name:
-        save(fig, name, recall)
-    return fig
-
-
-def plot_ablation(by_type: pd.DataFrame, *, scale: str, name: str | None = "corm_fig5_ablation"):
-    """Biased accuracy per test perturbation type for critics trained without one type."""
-    set_style()
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
-    sns.heatmap(by_type, annot=True, fmt=".1f", cmap="Blues", cbar_kws={"label": "accuracy (%)"}, ax=ax)
-    ax.set_title(f"Fig. 5 ablation (scale {scale}); paper: w/o I costs type-I 50.2→45.4, "
-                 "w/o II costs type-II 53.5→45.2", fontsize=9)
-    ax.set_xlabel("test perturbation type")
-    ax.set_ylabel("critic trained")
-    if name:
-        save(fig, name, by_type.reset_index())
-    return fig
-
-
-def plot_sensitivity(table: pd.DataFrame, *, scale: str, name: str | None = "corm_fig6_sensitivity"):
-    """Biased accuracy as one knob varies (K, τ, M); ``table`` has knob, value, accuracy."""
-    set_style()
-    knobs = list(dict.fromkeys(table["knob"]))
-    fig, axes = plt.subplots(1, len(knobs), figsize=(4 * len(knobs), 3.3), sharey=True)
-    for ax, knob in zip(np.atleast_1d(axes), knobs):
-        part = table[table["knob"] == knob]
-        ax.plot(part["value"], part["biased accuracy"], marker="o", color=KIT)
-        ax.set_xlabel(knob)
-        if knob in ("τ", "M"):
-            ax.set_xscale("log")
-        ax.set_title(f"{knob}")
-    np.atleast_1d(axes)[0].set_ylabel("biased accuracy (%)")
-    fig.suptitle(f"Fig. 6 sensitivity (scale {scale}); paper: flat beyond K=5, τ=1 best, "
-                 "M 10→100 +8.7", y=1.04)
-    if name:
-        save(fig, name, table)
-    return fig
-
-
-def plot_pareto(table: pd.DataFrame, paper_latency: dict, *, scale: str,
-                name: str | None = "corm_fig7_latency"):
-    """Reranking latency (log) vs biased accuracy, one point per method."""
-    set_style()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    kit = table.dropna(subset=["rerank ms/query"])
-    kit = kit.assign(ms=kit["rerank ms/query"].clip(lower=0.01))
-    ax.scatter(kit["ms"], kit["biased accuracy"], color=KIT, s=40)
-    for _, row in kit.iterrows():
-        ax.annotate(row["method"], (row["ms"], row["biased accuracy"]), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_xlabel("reranking latency per query (ms, log; first-stage-only methods at 0.01)")
-    ax.set_ylabel("biased accuracy (%)")
-    ratio = paper_latency["llm-rerank"] / paper_latency["corm"]
-    ax.set_title(f"Fig. 7 latency vs accuracy (scale {scale}); paper: CoRM {paper_latency['corm']} ms, "
-                 f"~{ratio:.0f}× faster than LLM-rerank", fontsize=9)
-    if name:
-        save(fig, name, kit.drop(columns="ms"))
-    return fig

@@ -6,11 +6,13 @@ best first. Indexes and passage embeddings are built once and cached by corpus c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, Sequence
 
 import numpy as np
 
-from robustkit.config import Scale, cache_dir, get_scale, pick_device, resolve_model
+from robustkit.config import (ModelSpec, Scale, cache_dir, get_scale, pick_device,
+                              quiet_model_loading, resolve_model)
 from robustkit.data.records import Corpus
 
 
@@ -48,27 +50,45 @@ class BM25Retriever:
         return [[Hit(self.corpus.passages[d].id, float(s), r)
                  for r, (d, s) in enumerate(zip(row_d, row_s))] for row_d, row_s in zip(docs, scores)]
 
+    def identity(self) -> dict:
+        return {"retriever": self.name, "corpus": self.corpus.checksum}
+
+
+class Embedder:
+    """A sentence embedder with the identity its cached corpus embeddings are keyed by."""
+
+    def __init__(self, spec: ModelSpec, device: str | None = None):
+        from sentence_transformers import SentenceTransformer
+
+        quiet_model_loading()
+        self.id = spec.name
+        self.model = SentenceTransformer(spec.path, device=pick_device(device))
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+        """Unit-length float32 embeddings, one row per text."""
+        return self.model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
+                                 normalize_embeddings=True, show_progress_bar=progress
+                                 ).astype(np.float32)
+
 
 class DenseRetriever:
-    """Cosine similarity of sentence embeddings: a FAISS inner-product index over unit vectors."""
+    """Cosine similarity of sentence embeddings: a FAISS inner-product index over unit vectors.
+
+    Passage embeddings are cached on disk under the embedder's id and the corpus checksum.
+    """
 
     name = "dense"
 
-    def __init__(self, corpus: Corpus, scale: Scale | str | None = None, *, model=None,
-                 batch_size: int = 64, progress: bool = False):
+    def __init__(self, corpus: Corpus, embedder: Embedder, *, batch_size: int = 64):
         import faiss
 
-        self.corpus = corpus
-        self.encoder = model or load_embedder(scale)
-        self.batch_size = batch_size
-        embeddings = self._corpus_embeddings(progress)
+        self.corpus, self.embedder, self.batch_size = corpus, embedder, batch_size
+        embeddings = self._corpus_embeddings()
         self.index = faiss.IndexFlatIP(embeddings.shape[1])
         self.index.add(embeddings)
 
-    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        return self.encoder.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                   normalize_embeddings=True, show_progress_bar=progress
-                                   ).astype(np.float32)
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.encode(texts, self.batch_size)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         k = _check_search(queries, k, self.corpus)
@@ -76,12 +96,16 @@ class DenseRetriever:
         return [[Hit(self.corpus.passages[d].id, float(s), r)
                  for r, (d, s) in enumerate(zip(row_d, row_s))] for row_d, row_s in zip(docs, scores)]
 
-    def _corpus_embeddings(self, progress: bool) -> np.ndarray:
-        model_id = getattr(self.encoder, "robustkit_id", "embedder")
-        path = cache_dir() / "embeddings" / f"{model_id.replace('/', '--')}-{self.corpus.checksum[:16]}.npy"
+    def identity(self) -> dict:
+        """What decides this retriever's rankings, for artifact manifests."""
+        return {"retriever": self.name, "embedder": self.embedder.id, "corpus": self.corpus.checksum}
+
+    def _corpus_embeddings(self) -> np.ndarray:
+        name = f"{self.embedder.id.replace('/', '--')}-{self.corpus.checksum[:16]}.npy"
+        path = cache_dir() / "embeddings" / name
         if path.exists():
             return np.load(path)
-        vectors = self.embed([p.content for p in self.corpus], progress)
+        vectors = self.embed([p.content for p in self.corpus])
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.stem + ".tmp.npy")
         np.save(tmp, vectors)
@@ -97,7 +121,7 @@ class HybridRetriever:
     def __init__(self, corpus: Corpus, bm25: BM25Retriever | None = None,
                  dense: DenseRetriever | None = None, depth: int = 100):
         self.corpus = corpus
-        self.retrievers = [bm25 or BM25Retriever(corpus), dense or DenseRetriever(corpus)]
+        self.retrievers = [bm25 or BM25Retriever(corpus), dense or DenseRetriever(corpus, load_embedder())]
         self.depth = depth
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
@@ -114,16 +138,21 @@ class HybridRetriever:
             fused.append([Hit(doc, score, r) for r, (doc, score) in enumerate(best)])
         return fused
 
+    def identity(self) -> dict:
+        return {"retriever": self.name, "depth": self.depth,
+                "parts": [r.identity() for r in self.retrievers]}
 
-def load_embedder(scale: Scale | str | None = None):
-    """The scale's sentence embedder (all-MiniLM-L6-v2 from its PyPI package at tiny/small)."""
-    from sentence_transformers import SentenceTransformer
 
-    scale = scale if isinstance(scale, Scale) else get_scale(scale)
-    spec = resolve_model("embedder", scale)
-    model = SentenceTransformer(spec.path, device=pick_device())
-    model.robustkit_id = spec.name
-    return model
+def load_embedder(scale: Scale | str | ModelSpec | None = None) -> Embedder:
+    """The scale's sentence embedder (all-MiniLM-L6-v2 from its PyPI package at tiny/small), or
+    the one a ``ModelSpec`` names; loaded once per process."""
+    spec = scale if isinstance(scale, ModelSpec) else resolve_model("embedder", get_scale(scale))
+    return _embedder(spec)
+
+
+@lru_cache(maxsize=4)
+def _embedder(spec: ModelSpec) -> Embedder:
+    return Embedder(spec)
 
 
 def build_retriever(kind: str, corpus: Corpus, scale: Scale | str | None = None) -> Retriever:
@@ -131,9 +160,9 @@ def build_retriever(kind: str, corpus: Corpus, scale: Scale | str | None = None)
     if kind == "bm25":
         return BM25Retriever(corpus)
     if kind == "dense":
-        return DenseRetriever(corpus, scale)
+        return DenseRetriever(corpus, load_embedder(scale))
     if kind == "hybrid":
-        return HybridRetriever(corpus, dense=DenseRetriever(corpus, scale))
+        return HybridRetriever(corpus, dense=DenseRetriever(corpus, load_embedder(scale)))
     raise ValueError(f"unknown retriever {kind!r}; expected 'bm25', 'dense' or 'hybrid'")
 
 

@@ -1,4 +1,4 @@
-"""ipywidgets explorers for notebook 04: where moving a slider beats re-running a cell."""
+"""ipywidgets explorers: where moving a slider beats re-running a cell (notebook 04 uses both)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -7,8 +7,9 @@ import pandas as pd
 def gamma_explorer(results: pd.DataFrame, method: str = "corm", condition: str = "biased"):
     """A γ slider: coverage, selective accuracy and which questions Algorithm 1 abstains on.
 
-    Works on ``experiments.run_methods`` output (forced answers and confidences S[0]): a question
-    is answered at γ when S[0] ≥ γ, so nothing is recomputed.
+    Works on a results table of forced answers with confidences S[0] (``methods.run``, e.g. via
+    ``corm.experiments.run_methods``): a question is answered at γ when S[0] ≥ γ, so nothing is
+    recomputed.
     """
     import ipywidgets as widgets
     from IPython.display import display
@@ -39,7 +40,8 @@ def gamma_explorer(results: pd.DataFrame, method: str = "corm", condition: str =
 def query_playground(similarity, critic, k: int = 5, example: str = ""):
     """Type a (biased) question: candidates ranked by similarity vs by the critic, with scores.
 
-    ``similarity`` and ``critic`` are ``RiskAwareRAG`` systems over the same retriever.
+    ``similarity`` and ``critic`` are ranking methods (``baselines.RerankedRAG`` or CoRM's
+    ``RiskAwareRAG``) over the same retriever.
     """
     import ipywidgets as widgets
     from IPython.display import display

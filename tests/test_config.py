@@ -42,10 +42,53 @@ def test_offline_fallback_is_announced(monkeypatch, capsys):
 
 
 def test_overrides_reject_unknown_fields():
-    scale = config.with_overrides(config.get_scale("tiny"), k_perturbations=2)
-    assert scale.k_perturbations == 2
-    with pytest.raises(ValueError, match="unknown scale field"):
-        config.with_overrides(scale, kk=1)
+    scale = config.with_overrides(config.get_scale("tiny"), n_train_questions=2)
+    assert scale.n_train_questions == 2 and config.get_scale("tiny").n_train_questions == 12
+    with pytest.raises(ValueError, match="unknown scale field.*method knobs"):
+        config.with_overrides(scale, k_perturbations=2)
+    with pytest.raises(ValueError, match="gen_batch_size must be a number > 0, got 0"):
+        config.with_overrides(scale, gen_batch_size=0)
+
+
+def test_method_knobs_live_in_the_method_config():
+    from robustkit.corm import settings
+
+    cfg = settings("tiny", m_candidates=20)
+    assert cfg.m_candidates == 20 and cfg.scale.name == "tiny" and cfg.k_perturbations == 3
+    assert cfg.replace(k_perturbations=2).m_candidates == 20
+    with pytest.raises(ValueError, match="unknown CoRM knob"):
+        settings("tiny", kk=1)
+    with pytest.raises(ValueError, match="context_size must be > 0, got 0"):
+        settings("tiny", context_size=0)
+    with pytest.raises(ValueError, match=r"M at inference \(2\) must be >= C \(3\)"):
+        settings("tiny", m_inference=2, context_size=3)
+
+
+def test_seed_travels_with_the_scale():
+    import robustkit as rk
+
+    scale = rk.start(seed=7)
+    assert scale.seed == 7 and rk.get_scale("tiny").seed == 0
+
+
+def test_cpu_dtype_is_fp32_on_every_cpu_and_can_be_overridden(monkeypatch):
+    monkeypatch.delenv("ROBUSTKIT_DTYPE", raising=False)
+    dtype, why = config.model_dtype("cpu")
+    assert dtype == "float32" and "every CPU" in why
+    assert config.model_dtype("cuda")[0] == "bfloat16"
+    monkeypatch.setenv("ROBUSTKIT_DTYPE", "bfloat16")
+    assert config.model_dtype("cpu") == ("bfloat16", "set by ROBUSTKIT_DTYPE")
+    monkeypatch.setenv("ROBUSTKIT_DTYPE", "float8")
+    with pytest.raises(ValueError, match="ROBUSTKIT_DTYPE='float8'"):
+        config.model_dtype("cpu")
+
+
+def test_progress_switch(monkeypatch):
+    monkeypatch.delenv("ROBUSTKIT_PROGRESS", raising=False)
+    monkeypatch.setenv("CI", "true")
+    assert not config.show_progress()
+    monkeypatch.setenv("ROBUSTKIT_PROGRESS", "1")
+    assert config.show_progress()
 
 
 def test_missing_gpu_is_a_clear_error(monkeypatch):

@@ -61,3 +61,35 @@ def test_crash_mid_generation_keeps_cache_consistent(tmp_path, fresh, monkeypatc
 def test_bad_prompts_rejected(fresh, bad, message):
     with pytest.raises(TypeError, match=message):
         fresh.generate(bad)
+
+
+def test_prefix_plan_groups_sharers_and_packs_batches():
+    from robustkit.prefix import plan
+
+    passage = list(range(100, 160))
+    ids = [passage + [1, 2], [7] * 70, passage + [3], passage + [4, 5, 6], [8, 9]]
+    batches = plan(ids, batch_size=3, min_shared=48)
+    groups = [g for batch in batches for g in batch]
+    shared = next(g for g in groups if 0 in g[0])
+    assert sorted(shared[0]) == [0, 2, 3] and shared[1] == 60  # one passage, three questions
+    assert [len(ids[m[0]]) for m, _ in groups] == sorted((len(ids[m[0]]) for m, _ in groups), reverse=True)
+    assert all(sum(len(m) for m, _ in b) <= 3 for b in batches)
+    assert sorted(i for m, _ in groups for i in m) == list(range(5))
+    alone = {m[0]: length for m, length in groups if len(m) == 1}
+    assert alone == {1: 69, 4: 1}  # a prompt of its own: all but its last token is prefix
+
+
+def test_shared_prefix_equals_separate_prompts(fresh):
+    """The K questions one passage is asked share its prefix; answers and option probabilities
+    match those of the same prompts computed one by one."""
+    passage = ("Canberra is the capital city of Australia. It was chosen in 1908 as a compromise "
+               "between Sydney and Melbourne, and Parliament House opened there in 1927.")
+    prompts = [f"{passage}\n\nQuestion: {q}" for q in
+               ("what is the capital of australia?", "when did parliament house open?",
+                "which two cities competed to be the capital?")]
+    together = fresh.generate(prompts, max_new_tokens=12, batch_size=3)
+    alone = fresh.with_cache(False)
+    assert together == [alone.generate([p], max_new_tokens=12)[0] for p in prompts]
+    probs = fresh.option_probabilities(prompts, batch_size=3)
+    for p, joint in zip(prompts, probs):
+        assert joint == pytest.approx(alone.option_probabilities([p])[0], abs=1e-4)

@@ -60,3 +60,8 @@ def test_bootstrap_ci_brackets_mean():
 def test_mismatched_lengths_rejected():
     with pytest.raises(ValueError, match="equal length"):
         metrics.aurc([0.1, 0.2], [1])
+
+
+def test_p_values_are_never_printed_as_zero():
+    assert metrics.format_p(0.0) == "< 1e-4" and metrics.format_p(3e-7, relation=True) == "< 1e-4"
+    assert metrics.format_p(0.03124) == "0.0312" and metrics.format_p(0.5, relation=True) == "= 0.5"

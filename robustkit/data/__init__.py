@@ -1,5 +1,7 @@
 """Data: record types, the embedded teaching set, real benchmarks, answer normalisation."""
-from robustkit.data.benchmarks import DATASETS, Dataset, corpus, data_dir, load, truthfulqa_corpus
+from robustkit.data.benchmarks import (DATASETS, Dataset, corpus, data_dir, load, mirror_summary,
+                                       truthfulqa_corpus)
+from robustkit.data.check import check_mini
 from robustkit.data.mini import (MINI_DIR, mini_corpus, mini_fingerprint, mini_misconceptions,
                                  mini_multihop, mini_questions, mini_rewrites)
 from robustkit.data.records import (PERTURBATION_TYPES, Corpus, DataError, Misconception, Passage,
@@ -8,7 +10,8 @@ from robustkit.data.records import (PERTURBATION_TYPES, Corpus, DataError, Misco
                                     write_jsonl)
 
 __all__ = [
-    "DATASETS", "Dataset", "corpus", "data_dir", "load", "truthfulqa_corpus", "MINI_DIR",
+    "DATASETS", "Dataset", "check_mini", "corpus", "data_dir", "load", "mirror_summary",
+    "truthfulqa_corpus", "MINI_DIR",
     "mini_corpus", "mini_fingerprint", "mini_misconceptions", "mini_multihop", "mini_questions",
     "mini_rewrites", "PERTURBATION_TYPES", "Corpus", "DataError", "Misconception", "Passage",
     "Question", "Rewrite", "contains_answer", "has_answer", "normalize_answer", "read_csv",

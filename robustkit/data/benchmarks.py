@@ -83,8 +83,27 @@ def load(name: str, split: str = "test", source: str = "auto") -> Dataset:
     from datasets import load_dataset
 
     rows = load_dataset(spec.hub_id, spec.hub_config, split=spec.hub_split)
-    fingerprint = getattr(rows, "_fingerprint", "") or spec.hub_id
-    return Dataset(name, split, spec.parse_hub(rows), f"hub:{spec.hub_id}", fingerprint)
+    records = spec.parse_hub(rows)
+    return Dataset(name, split, records, f"hub:{spec.hub_id}", _records_fingerprint(records))
+
+
+def mirror_summary(names: tuple[str, ...] = ("nq_open", "nq_open_oracle", "truthfulqa", "simpleqa")):
+    """One row per benchmark in the local mirror: records, fingerprint and an example question,
+    or why it could not be read."""
+    import pandas as pd
+
+    rows = []
+    for name in names:
+        split = "all" if name == "nq_open_oracle" else "test"
+        try:
+            ds = load(name, split) if name == "nq_open_oracle" else load(name, split, source="mirror")
+        except DataError as err:
+            rows.append({"dataset": name, "split": split, "records": 0, "sha256": "",
+                         "example": f"not available: {str(err)[:80]}…"})
+            continue
+        rows.append({"dataset": name, "split": split, "records": len(ds),
+                     "sha256": ds.fingerprint[:12], "example": ds[0].text})
+    return pd.DataFrame(rows)
 
 
 def corpus(name: str) -> Corpus:
@@ -304,6 +323,14 @@ def _missing_message(name: str, spec: _Spec) -> str:
             f"no mirror file {list(spec.mirror_files)} was found under "
             f"{data_dir() or '$ROBUSTKIT_DATA_DIR'}/{name}/. Provide a mirror of the public "
             f"release there (set ROBUSTKIT_DATA_DIR), or go online to read hub id {spec.hub_id!r}")
+
+
+def _records_fingerprint(records: list) -> str:
+    """sha256 of the parsed records themselves: what a run read, whatever the hub's layout."""
+    from dataclasses import asdict
+
+    rows = [{k: v for k, v in asdict(r).items() if k != "extra"} for r in records]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _sentence(text: str) -> str:

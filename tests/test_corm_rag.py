@@ -2,9 +2,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from robustkit import experiments as ex
-from robustkit.corm import ABSTAIN, FirstStage, RiskAwareRAG, select_context
+from robustkit.baselines import ABSTAIN, FirstStage
+from robustkit.corm import experiments as ex
+from robustkit.corm.rag import RiskAwareRAG, select_context
 from robustkit.data import Corpus, Passage
+from robustkit.methods import Query
 from robustkit.retrieval import Hit
 
 
@@ -30,18 +32,25 @@ CORPUS = Corpus([Passage("p1", "Canberra", "Canberra is the capital of Australia
                  Passage("p2", "Sydney", "Sydney is the largest city in Australia.")])
 
 
+def _ask(rag, *texts):
+    return rag.answer([Query(str(i), str(i), t) for i, t in enumerate(texts)])
+
+
 def test_abstains_when_retriever_returns_nothing(generator):
-    rag = RiskAwareRAG(EmptyRetriever(), FirstStage("dense"), generator, CORPUS, m=5, c=1)
-    result = rag(["what is the capital of australia"], gamma=0.5)[0]
-    assert result.abstained and result.answer == ABSTAIN and result.confidence == 0.0
+    rag = RiskAwareRAG(EmptyRetriever(), FirstStage("dense"), generator, CORPUS, m=5, c=1, gamma=0.5)
+    answer = _ask(rag, "what is the capital of australia")[0]
+    assert answer.abstained and answer.text == ABSTAIN and answer.confidence == 0.0
+    assert answer.model_calls == 0 and answer.retrieval_calls == 1
 
 
 def test_gamma_gates_generation(generator):
-    rag = RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, m=2, c=1)
-    answered, abstained = rag(["what is the capital of australia"] * 2, gamma=0.5)[0], \
-        rag(["what is the capital of australia"], gamma=0.95)[0]
-    assert not answered.abstained and answered.context_ids == ["p1"] and "canberra" in answered.answer.lower()
-    assert abstained.abstained and abstained.confidence == pytest.approx(0.9)
+    keep = RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, m=2, c=1, gamma=0.5)
+    strict = RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, m=2, c=1, gamma=0.95)
+    answered, abstained = _ask(keep, "what is the capital of australia")[0], \
+        _ask(strict, "what is the capital of australia")[0]
+    assert not answered.abstained and answered.passage_ids == ["p1"] and "canberra" in answered.text.lower()
+    assert answered.trace["ranked_ids"] == ["p1", "p2"] and answered.model_calls == 1
+    assert abstained.abstained and abstained.confidence == pytest.approx(0.9) and not abstained.passage_ids
 
 
 @pytest.mark.parametrize("kwargs,message", [({"c": 0}, "C .* >= 1"), ({"m": 2, "c": 3}, "M .* must be >= C")])
@@ -52,9 +61,8 @@ def test_bad_parameters(generator, kwargs, message):
 
 @pytest.mark.parametrize("gamma", [-0.1, 1.5])
 def test_gamma_out_of_range(generator, gamma):
-    rag = RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, m=2, c=1)
     with pytest.raises(ValueError, match="gamma must be in"):
-        rag(["q"], gamma=gamma)
+        RiskAwareRAG(FixedRetriever(), FirstStage("dense"), generator, CORPUS, m=2, c=1, gamma=gamma)
 
 
 def _results():
@@ -91,6 +99,18 @@ def test_risk_coverage_and_paired_ranks():
                       "tie": pytest.approx(2 / 3), "n": 3}
 
 
+def test_significance_names_p_below_display_precision():
+    rows = []
+    for i in range(40):  # the reference right on all 40, the other on none
+        for method, ok in (("corm", 1), ("dense", 0)):
+            rows.append({"method": method, "question_id": f"q{i}", "type": "false_premise",
+                         "condition": "biased", "correct": ok})
+    tests = ex.significance(pd.DataFrame(rows))
+    row = tests.iloc[0]
+    assert row["only reference right"] == 40 and row["only other right"] == 0
+    assert row["p"] < 1e-4 and row["p (exact McNemar)"] == "< 1e-4"
+
+
 def test_recall_table_counts_only_queries_with_gold():
     recall = ex.recall_table(_results(), methods=("corm",))
     assert recall.set_index("k").loc[1, "recall"] == pytest.approx(0.5)
@@ -102,3 +122,14 @@ def test_widgets_build():
 
     box = widgets.gamma_explorer(_results(), "corm")
     assert box.children[0].description == "γ"
+
+
+def test_tiny_test_set_rotates_one_rewrite_per_question():
+    from collections import Counter
+
+    from robustkit.corm import pipeline
+
+    questions, rewrites = pipeline.test_set("tiny")
+    assert [r.question_id for r in rewrites] == [q.id for q in questions]
+    counts = Counter(r.type for r in rewrites)
+    assert max(counts.values()) - min(counts.values()) <= 1 and len(counts) == 3

@@ -3,7 +3,7 @@ from collections import Counter
 import pytest
 
 from robustkit.data import Question, mini_questions
-from robustkit.perturb import (PERTURBATION_TYPES, adversary_checks, infer_answer_type, rotation,
+from robustkit.corm.perturb import (PERTURBATION_TYPES, adversary_checks, infer_answer_type, rotation,
                                synthesize, typed_pool)
 
 Q = Question("q1", "who wrote the novel frankenstein", ("Mary Shelley", "Shelley"), "person")

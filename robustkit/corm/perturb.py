@@ -19,6 +19,8 @@ to write the added clause.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import re
 from collections import defaultdict
@@ -81,6 +83,10 @@ _INSTRUCTIONS = {
     "quantitative_relational_causal": "Add a short clause to the question with a false number, "
                                       "relation or cause, stated as fact. Do not answer it.",
 }
+
+# names the adversary's prompts and fallbacks in artifact manifests
+PROMPTS_VERSION = hashlib.sha256(json.dumps([_DEMOS, _INSTRUCTIONS, DISTRACTION_DOMAINS],
+                                            sort_keys=True).encode()).hexdigest()[:12]
 
 
 def rotation(questions: Sequence[Question], k: int) -> list[tuple[Question, int, str, str]]:
@@ -191,10 +197,8 @@ def rejection_table(records: Sequence[dict]):
     return table.round(3)
 
 
-# --- internals ---------------------------------------------------------------------------------
-
 def plan_attempts(question: Question, kind: str, sub: str, pool: dict, rng: random.Random,
-          retries: int) -> list[dict]:
+                  retries: int) -> list[dict]:
     """One plan per attempt: which y′ / demonstrations / domain the attempt uses."""
     answer_type = question.answer_type or infer_answer_type(question.answer)
     candidates = [a for a in pool.get(answer_type, []) if not contains_answer(a, question.answers)
@@ -229,6 +233,17 @@ def adversary_prompt(question: Question, plan: dict) -> list[dict]:
     return [{"role": "user", "content": "\n".join(lines)},
             {"role": "assistant", "content": f"Rewrite: {q},"}]
 
+
+def example_prompt(questions: Sequence[Question], kind: str = FALSE_PREMISE, seed: int = 0) -> str:
+    """The adversary's messages for the first question's first attempt at ``kind``, as text."""
+    if kind not in SUBTEMPLATES:
+        raise ValueError(f"unknown perturbation type {kind!r}; expected one of {PERTURBATION_TYPES}")
+    plan = plan_attempts(questions[0], kind, SUBTEMPLATES[kind][0], typed_pool(questions),
+                         random.Random(seed), retries=1)[0]
+    return "\n".join(f"--- {m['role']}\n{m['content']}" for m in adversary_prompt(questions[0], plan))
+
+
+# --- internals ---------------------------------------------------------------------------------
 
 def _assemble(question: Question, plan: dict, output: str) -> str:
     q = question.text.rstrip("?")

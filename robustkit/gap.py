@@ -1,8 +1,6 @@
-"""The plain RAG reader every method shares, and the relevance–robustness gap it suffers from.
-
-One prompt format (CoRM-RAG's short-answer instruction: answer from the passages only, at most
-ten words, or "unknown") is used by the teacher, the baselines and the risk-aware pipeline, so
-accuracy differences come from the evidence, never from the prompt.
+"""The relevance–robustness gap: biased rewrites pull similarity retrieval toward
+premise-matching evidence, and the reader follows it (notebook 00; the problem all four methods
+address). ``python -m robustkit gap`` prints it for data/mini.
 """
 from __future__ import annotations
 
@@ -10,33 +8,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from robustkit.data.records import Corpus, Passage, Question, Rewrite
+from robustkit.data.records import Corpus, Question, Rewrite
 from robustkit.metrics import recall_at_k, substring_match
-
-READER_INSTRUCTION = ("Using only the passages above, answer in at most 10 words, or say "
-                      "'unknown' if they do not tell: ")
-
-
-def reader_prompt(question: str, passages: Sequence[Passage], max_words: int = 80) -> str:
-    """Passages, then the instruction and question.
-
-    Passages come first so a shared passage prefix can be reused, and in *reverse* rank order so
-    the best one sits next to the question: the 135M reader answers 65% of data/mini correctly
-    from dense top-3 in that order versus 55% best-first (80% from top-1 alone).
-    """
-    blocks = [_clip(p.content, max_words) for p in reversed(passages)]
-    return "\n\n".join(blocks) + f"\n\n{READER_INSTRUCTION}{question.rstrip('?')}?"
-
-
-def answer_with_context(generator, questions: Sequence[str],
-                        contexts: Sequence[Sequence[Passage]], *, max_words: int | None = None,
-                        max_new_tokens: int = 24, desc: str = "reading") -> list[str]:
-    """Generate one short answer per (question, context) pair, batched and cached."""
-    if len(questions) != len(contexts):
-        raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
-    max_words = max_words or generator.scale.max_passage_words
-    prompts = [reader_prompt(q, ctx, max_words) for q, ctx in zip(questions, contexts)]
-    return generator.generate(prompts, max_new_tokens=max_new_tokens, desc=desc)
+from robustkit.reader import answer_with_context
 
 
 def relevance_robustness_gap(corpus: Corpus, questions: Sequence[Question],
@@ -80,15 +54,22 @@ def relevance_robustness_gap(corpus: Corpus, questions: Sequence[Question],
     return table.drop(columns=["answers"])
 
 
+def compare_retrievers(retrievers: dict, questions: Sequence[Question], corpus: Corpus,
+                       k: int = 3) -> pd.DataFrame:
+    """Top-k titles per question for each retriever, and whether gold is at rank 1."""
+    rows = []
+    for name, retriever in retrievers.items():
+        for question, hits in zip(questions, retriever.search([q.text for q in questions], k)):
+            rows.append({"question": question.text[:45], "retriever": name,
+                         f"top-{k}": " | ".join(corpus[h.doc_id].title for h in hits),
+                         "gold@1": hits[0].doc_id in question.gold_ids})
+    return pd.DataFrame(rows)
+
+
 def summarize_gap(table: pd.DataFrame) -> pd.DataFrame:
     """Mean of every rate per perturbation type and condition (clean vs biased)."""
     metrics = [c for c in table.columns if "@" in c or c == "correct"]
     return table.groupby(["type", "condition"])[metrics].mean().unstack("condition").round(3)
-
-
-def _clip(text: str, max_words: int) -> str:
-    words = text.split()
-    return text if len(words) <= max_words else " ".join(words[:max_words]) + " …"
 
 
 def gap_examples(table: pd.DataFrame, rewrite_type: str = "false_premise") -> pd.DataFrame:

@@ -7,8 +7,8 @@ The teacher M answers every perturbed query from each candidate alone, and
     s(x, d) = (1/K) Σₖ 1[ M(x̃ₖ, d) = y ]
 
 is the fraction of biased phrasings under which d still leads the teacher to the gold answer y.
-Correctness is a normalised whole-word match against the gold aliases, with an optional LLM
-judge consulted only where the match does not already decide.
+Correctness is decided by a judge (``robustkit.judges``): by default a normalised whole-word
+match against the gold aliases.
 
 Every per-(d, k) outcome is kept, so s for any K′ ≤ K is recomputed without new calls. Work is
 appended per chunk of questions to a log that survives being killed; a rerun continues where it
@@ -16,87 +16,58 @@ stopped and the final artifact is identical to an uninterrupted run's.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from robustkit.artifacts import (JsonlLog, manifest_path, matching_artifact, read_manifest,
-                                 write_manifest)
-from robustkit.data.records import Corpus, DataError, Question, has_answer, write_jsonl
-from robustkit.metrics import substring_match
-from robustkit.rag import reader_prompt
-
-# judge(questions, predictions, gold answer lists) -> one verdict per prediction
-Judge = Callable[[list[str], list[str], list[Sequence[str]]], list[bool]]
+from robustkit.artifacts import JsonlLog
+from robustkit.config import show_progress
+from robustkit.data.records import Corpus, DataError, Question, has_answer
+from robustkit.judges import Judge, NormalisedMatch
+from robustkit.reader import reader_prompt
 
 
 def label(questions: Sequence[Question], perturbations: Sequence[dict], corpus: Corpus,
-          retriever, teacher, *, m: int, out_path: str | Path, judge: Judge | None = None,
-          chunk_size: int = 8, max_words: int = 80, progress: bool = True) -> list[dict]:
+          retriever, teacher, *, m: int, log_path: str | Path | None = None,
+          judge: Judge | None = None, chunk_size: int = 8, max_words: int = 80,
+          progress: bool = True) -> list[dict]:
     """Label every candidate of every training question with s(x, d); resumable.
 
     Args:
         questions: training questions (gold answers in ``answers``).
-        perturbations: records from ``robustkit.perturb.synthesize`` (question_id, k, text).
+        perturbations: records from ``corm.perturb.synthesize`` (question_id, k, text).
         corpus, retriever: where candidates come from; ``retriever.search(queries, m)``.
         teacher: a ``robustkit.llm.Generator``.
         m: M, candidates per query.
-        out_path: the labels JSONL; ``<out_path>.partial`` holds the resumable log.
-        judge: optional batched judge (see ``llm_judge``) for cases the match leaves undecided.
+        log_path: a JSONL log of finished questions; a rerun with the same log continues where
+            the last one stopped (the ``stage`` that calls this keeps it for the same inputs only).
+        judge: decides each answer (default ``judges.NormalisedMatch``).
 
     Returns one record per (question, candidate), in question then candidate order.
     """
-    by_question = _perturbations_by_question(questions, perturbations)
     if m < 1:
         raise ValueError(f"M (candidates per query) must be >= 1, got {m}")
     if not questions:
         raise ValueError("no training questions to label")
-    out_path = Path(out_path)
-    inputs = labels_inputs(corpus, teacher.model_id, m, questions, perturbations)
-    partial = out_path.with_name(out_path.name + ".partial")
-    if partial.exists() and not matching_artifact(partial, inputs):
-        partial.unlink()  # left by a run with other inputs: resuming from it would mix labels
-    write_manifest(partial, inputs)
-    log = JsonlLog(partial, key="key")
+    by_question = _perturbations_by_question(questions, perturbations)
+    judge = judge or NormalisedMatch()
+    log = JsonlLog(log_path, key="key") if log_path else None
+    done = log.records if log is not None else {}
     pools = _candidate_pools(questions, by_question, retriever, m)
-    calls_before, hits_before, start = teacher.misses, teacher.hits, time.perf_counter()
     chunks = [questions[i:i + chunk_size] for i in range(0, len(questions), chunk_size)]
-    with tqdm(total=len(questions), desc="teacher labelling", disable=not progress) as bar:
+    with tqdm(total=len(questions), desc="teacher labelling",
+              disable=not (progress and show_progress())) as bar:
         for chunk in chunks:
-            todo = [q for q in chunk if any(f"{q.id}|{doc}" not in log for doc, _ in pools[q.id])]
+            todo = [q for q in chunk if any(f"{q.id}|{doc}" not in done for doc, _ in pools[q.id])]
             if todo:
-                log.extend(_label_chunk(todo, by_question, pools, corpus, teacher, judge, max_words))
+                records = _label_chunk(todo, by_question, pools, corpus, teacher, judge, max_words)
+                if log is not None:
+                    log.extend(records)
+                else:
+                    done.update((r["key"], r) for r in records)
             bar.update(len(chunk))
-    records = [log.records[f"{q.id}|{doc}"] for q in questions for doc, _ in pools[q.id]]
-    write_jsonl(out_path, records)
-    log.path.unlink()
-    manifest_path(partial).unlink()
-    write_manifest(out_path, inputs, {"teacher calls": teacher.misses - calls_before,
-                                      "cache hits": teacher.hits - hits_before,
-                                      "records": len(records),
-                                      "seconds": round(time.perf_counter() - start, 1)})
-    return records
-
-
-def labels_inputs(corpus: Corpus, teacher_id: str, m: int, questions: Sequence[Question],
-                  perturbations: Sequence[dict]) -> dict:
-    """What a labels artifact depends on (its manifest's inputs)."""
-    return {"corpus": corpus.checksum, "teacher": teacher_id, "m": m,
-            "questions": [q.id for q in questions],
-            "perturbations": [[p["question_id"], p["k"], p["text"]] for p in perturbations]}
-
-
-def load_labels(path: str | Path, corpus: Corpus) -> list[dict]:
-    """Read a labels artifact, refusing one built from a different corpus."""
-    from robustkit.data.records import read_jsonl
-
-    built_from = read_manifest(path)["inputs"]["corpus"]
-    if built_from != corpus.checksum:
-        raise DataError(f"{path} was labelled on corpus sha256 {built_from[:12]}…, but corpus "
-                        f"{corpus.name!r} has sha256 {corpus.checksum[:12]}…; relabel on this corpus")
-    return read_jsonl(path)
+    return [done[f"{q.id}|{doc}"] for q in questions for doc, _ in pools[q.id]]
 
 
 def robustness(record: dict, k: int | None = None) -> float:
@@ -105,6 +76,17 @@ def robustness(record: dict, k: int | None = None) -> float:
         raise ValueError(f"K' must be in 1..{len(record['outcomes'])}, got {k}")
     outcomes = record["outcomes"][:k]
     return sum(outcomes) / len(outcomes)
+
+
+def k_prime_distribution(labels: Sequence[dict]):
+    """Share of candidates at each utility value when s is computed from only the first K′
+    perturbations, K′ = 1…K: rows are s (rounded to 2 places), columns K′ (no new calls)."""
+    import pandas as pd
+
+    k = len(labels[0]["outcomes"])
+    return pd.DataFrame({f"K'={kp}": pd.Series([round(robustness(r, kp), 2) for r in labels])
+                         .value_counts(normalize=True) for kp in range(1, k + 1)}
+                        ).fillna(0.0).sort_index().round(3)
 
 
 # --- internals ---------------------------------------------------------------------------------
@@ -147,14 +129,8 @@ def _label_chunk(questions, by_question, pools, corpus, teacher, judge, max_word
             for p in by_question[q.id]]
     prompts = [reader_prompt(p["text"], [corpus[doc]], max_words) for _, doc, _, p in jobs]
     answers = teacher.generate(prompts, max_new_tokens=16, progress=False)
-    outcomes = [int(substring_match(answer, q.answers)) for (q, *_), answer in zip(jobs, answers)]
-    if judge is not None:  # ask only where the normalised match does not decide
-        undecided = [i for i, (o, a) in enumerate(zip(outcomes, answers))
-                     if not o and a and "unknown" not in a.lower()]
-        verdicts = judge([jobs[i][3]["text"] for i in undecided], [answers[i] for i in undecided],
-                         [jobs[i][0].answers for i in undecided]) if undecided else []
-        for i, verdict in zip(undecided, verdicts):
-            outcomes[i] = int(verdict)
+    outcomes = [int(ok) for ok in judge([p["text"] for *_, p in jobs], answers,
+                                         [q.answers for q, *_ in jobs])]
     records: dict[str, dict] = {}
     for (q, doc, origin, p), answer, outcome in zip(jobs, answers, outcomes):
         key = f"{q.id}|{doc}"
@@ -167,15 +143,3 @@ def _label_chunk(questions, by_question, pools, corpus, teacher, judge, max_word
     for record in records.values():
         record["s"] = sum(record["outcomes"]) / len(record["outcomes"])
     return list(records.values())
-
-
-def llm_judge(generator) -> Judge:
-    """A batched LLM judge for answers the normalised match rejects (useful with a strong model
-    only: SmolLM2-135M answers yes/no at chance, so the tiny scale runs without one)."""
-    def judge(questions, predictions, answer_lists) -> list[bool]:
-        prompts = [f"Question: {q}\nGold answer: {answers[0]}\nProposed answer: {p}\n"
-                   "Does the proposed answer mean the same as the gold answer? Reply yes or no."
-                   for q, p, answers in zip(questions, predictions, answer_lists)]
-        replies = generator.generate(prompts, max_new_tokens=3, progress=False, desc="judging")
-        return [r.strip().lower().startswith("yes") for r in replies]
-    return judge

@@ -1,0 +1,143 @@
+"""Baselines every method is compared with: vanilla RAG and the rerankers.
+
+``RerankedRAG`` is vanilla retrieve-then-read RAG with an optional reranker in between:
+retrieve top-M, rerank, read the top C — a ``Method``. Every reranker shares one interface,
+``score(queries, candidates, first_stage) -> one array per query``, so BM25 and dense (the
+first stage's own order), a trained cross-encoder (relevance CE, PA-CE, the CoRM critic) and
+LLM-rerank are interchangeable, and CoRM-RAG's Algorithm 1 is this class plus a threshold.
+"""
+from __future__ import annotations
+
+import time
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from robustkit.data.records import Corpus, Passage
+from robustkit.methods import Answer, Query
+from robustkit.reader import answer_with_context
+
+
+class Reranker(Protocol):
+    name: str
+    llm_calls_per_candidate: int  # language-model calls it spends per candidate (LLM-rerank: 1)
+
+    def score(self, queries: Sequence[str], candidates: Sequence[Sequence[Passage]],
+              first_stage: Sequence[Sequence[float]]) -> list[np.ndarray]: ...
+
+
+class FirstStage:
+    """Keep the retriever's own order and scores (the BM25 and dense baselines)."""
+
+    llm_calls_per_candidate = 0
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def score(self, queries, candidates, first_stage):
+        return [np.asarray(s, dtype=np.float32) for s in first_stage]
+
+
+class CrossEncoderReranker:
+    """A trained cross-encoder scorer (``scorer.score(queries, passages)`` → σ(z) ∈ [0, 1])."""
+
+    llm_calls_per_candidate = 0
+
+    def __init__(self, name: str, scorer):
+        self.name, self.scorer = name, scorer
+
+    def score(self, queries, candidates, first_stage):
+        flat_q = [q for q, docs in zip(queries, candidates) for _ in docs]
+        flat_d = [d.content for docs in candidates for d in docs]
+        return split_per_query(self.scorer.score(flat_q, flat_d), candidates)
+
+
+class LLMReranker:
+    """LLM-rerank: the generator judges each candidate, scored by P("yes").
+
+    The prompt asks for relevance *and* the ability to correct a misconception, as in CoRM-RAG's
+    baseline. Pointwise yes/no scoring is one forward pass per candidate, the cheapest form; the
+    paper's listwise prompt to a 14B model is beyond a 135M model.
+    """
+
+    name = "llm-rerank"
+    llm_calls_per_candidate = 1
+
+    def __init__(self, generator, max_words: int = 80):
+        self.generator, self.max_words = generator, max_words
+
+    def score(self, queries, candidates, first_stage):
+        prompts = [f"Passage: {' '.join(d.content.split()[:self.max_words])}\n\nQuestion: {q}\n"
+                   "Does this passage answer the question correctly, even if the question assumes "
+                   "something false? Answer yes or no."
+                   for q, docs in zip(queries, candidates) for d in docs]
+        yes = [p[0] for p in self.generator.option_probabilities(prompts, desc="llm-rerank")]
+        return split_per_query(np.array(yes, dtype=np.float32), candidates)
+
+
+class RerankedRAG:
+    """Retrieve top-M, rerank, answer from the top C: vanilla RAG when the reranker is the
+    first stage itself. A ``Method``.
+
+    Args:
+        retriever: first stage, ``search(queries, m)``.
+        reranker: a ``Reranker``.
+        generator: a ``robustkit.llm.Generator`` (the reader).
+        corpus: passage lookup.
+        m: M, candidates per query; c: C, passages in the reader's context.
+        name: the method's name in results (default: the reranker's).
+    """
+
+    def __init__(self, retriever, reranker: Reranker, generator, corpus: Corpus, *, m: int = 100,
+                 c: int = 3, max_words: int = 80, name: str | None = None):
+        if c < 1:
+            raise ValueError(f"C (context size) must be >= 1, got {c}")
+        if m < c:
+            raise ValueError(f"M ({m}) must be >= C ({c}): the context is chosen among the candidates")
+        self.retriever, self.reranker, self.generator, self.corpus = retriever, reranker, generator, corpus
+        self.m, self.c, self.max_words = m, c, max_words
+        self.name = name or reranker.name
+
+    def rank(self, queries: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
+        """Retrieve top-M and rerank: (ids sorted best first, their scores) per query."""
+        hits = self.retriever.search(list(queries), self.m)
+        candidates = [[self.corpus[h.doc_id] for h in row] for row in hits]
+        scores = self.reranker.score(queries, candidates, [[h.score for h in row] for row in hits])
+        ranked = []
+        for docs, s in zip(candidates, scores):
+            order = np.argsort(-s, kind="stable")
+            ranked.append(([docs[i].id for i in order], s[order]))
+        return ranked
+
+    def context(self, ids: Sequence[str], scores: np.ndarray) -> list[str]:
+        """The passages the reader sees: the top C (CoRM's Algorithm 1 adds a threshold)."""
+        return list(ids[:self.c])
+
+    def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        start = time.perf_counter()
+        answers = []
+        for query, (ids, scores) in zip(queries, self.rank([q.text for q in queries])):
+            context = self.context(ids, scores)
+            answers.append(Answer(
+                query.id, query.question_id, self.name, ABSTAIN, not context,
+                float(scores[0]) if len(scores) else 0.0, context, retrieval_calls=1,
+                model_calls=self.reranker.llm_calls_per_candidate * len(ids) + bool(context),
+                trace={"ranked_ids": ids, "scores": [float(s) for s in scores]}))
+        reading = [a for a in answers if not a.abstained]  # an abstention skips generation
+        texts = answer_with_context(self.generator, [q.text for q, a in zip(queries, answers) if not a.abstained],
+                                    [[self.corpus[d] for d in a.passage_ids] for a in reading],
+                                    max_words=self.max_words)
+        for a, text in zip(reading, texts):
+            a.text = text
+        per_query = (time.perf_counter() - start) / max(1, len(queries))
+        for a in answers:
+            a.latency_s = per_query
+        return answers
+
+
+ABSTAIN = "Abstain: Insufficient reliable evidence"
+
+
+def split_per_query(flat: np.ndarray, candidates: Sequence[Sequence[Passage]]) -> list[np.ndarray]:
+    """Split scores of the flattened (query, candidate) pairs back into one array per query."""
+    return np.split(flat, np.cumsum([len(docs) for docs in candidates])[:-1])

@@ -1,0 +1,75 @@
+"""``python -m robustkit.corm {train,bench}``: train a critic from exported groups, or time the
+training loop (also under ``accelerate launch``; needs only torch, transformers, accelerate)."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from robustkit.artifacts import atomic_write_text
+from robustkit.corm.groups import split_groups
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m robustkit.corm")
+    sub = parser.add_subparsers(dest="command", required=True)
+    tr = sub.add_parser("train", help="train a critic from a groups JSONL")
+    tr.add_argument("--groups", required=True)
+    tr.add_argument("--val-groups")
+    tr.add_argument("--init", required=True, help="encoder path or hub id")
+    tr.add_argument("--out", required=True)
+    tr.add_argument("--loss", default="hybrid", choices=["hybrid", "pointwise", "listwise"])
+    tr.add_argument("--tau", type=float, default=1.0)
+    tr.add_argument("--epochs", type=int, default=3)
+    tr.add_argument("--lr", type=float, default=5e-5)
+    tr.add_argument("--batch-groups", type=int, default=32)
+    tr.add_argument("--grad-accum", type=int, default=1)
+    tr.add_argument("--max-length", type=int, default=256)
+    tr.add_argument("--seed", type=int, default=0)
+    be = sub.add_parser("bench", help="training throughput of the kit's loop (GPU or CPU)")
+    be.add_argument("--groups", required=True)
+    be.add_argument("--init", required=True)
+    be.add_argument("--shapes", default="minilm", help="comma-separated: minilm,base,large")
+    be.add_argument("--batch-pairs", type=int, default=352)
+    be.add_argument("--steps", type=int, default=30)
+    be.add_argument("--pad-to", type=int)
+    be.add_argument("--compile", action="store_true")
+    be.add_argument("--out")
+    args = parser.parse_args(argv)
+    groups = _read_groups(args.groups)
+    if args.command == "bench":
+        from robustkit.corm.throughput import benchmark
+
+        results = [benchmark(groups, init=args.init, shape=shape, batch_pairs=args.batch_pairs,
+                             steps=args.steps, pad_to=args.pad_to, compile_model=args.compile)
+                   for shape in args.shapes.split(",")]
+        for result in results:
+            print(json.dumps(result))
+        if args.out:
+            atomic_write_text(args.out, json.dumps(results, indent=2))
+        return
+    from robustkit.corm.train import train
+
+    if args.val_groups:
+        val = _read_groups(args.val_groups)
+    else:
+        groups, val = split_groups(groups, seed=args.seed)
+    start = time.perf_counter()
+    history = train(groups, val, init=args.init, out_dir=args.out, loss=args.loss, tau=args.tau,
+                    epochs=args.epochs, lr=args.lr, batch_groups=args.batch_groups,
+                    grad_accum=args.grad_accum, max_length=args.max_length, seed=args.seed)
+    last = [h for h in history if h["split"] == "val"][-1]
+    atomic_write_text(Path(args.out) / "summary.json", json.dumps(
+        {"seconds": time.perf_counter() - start, **last}, indent=2))
+    print(json.dumps(last))
+
+
+def _read_groups(path: str) -> list[dict]:
+    from robustkit.data.records import read_jsonl
+
+    return read_jsonl(path, ("query", "docs", "labels"))
+
+
+if __name__ == "__main__":
+    main()

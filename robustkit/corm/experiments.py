@@ -1,0 +1,289 @@
+"""CoRM-RAG's evaluation (§4): every method on the same questions, as tidy tables.
+
+``run_methods`` answers the clean and the biased version of every test question with each
+method — same dense candidates (BM25 retrieves its own), same generator, same context size C —
+through the kit's one ``Method`` interface, and keeps, per query, the ranking, the scores, the
+answer and whether it is right. The paper's tables and figures are then pure functions of that
+table (``table1``, ``risk_coverage_table``, ``recall_table``, ``paired_ranks``, …), which
+``corm.figures`` draws beside the paper's numbers (``corm.paper``).
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from robustkit import methods as kit_methods
+from robustkit import resources
+from robustkit.baselines import CrossEncoderReranker, FirstStage, LLMReranker, RerankedRAG
+from robustkit.corm import paper, pipeline
+from robustkit.corm.config import CormConfig, settings
+from robustkit.corm.rag import RiskAwareRAG
+from robustkit.data.records import PERTURBATION_TYPES, has_answer
+from robustkit.methods import Query
+from robustkit.metrics import (accuracy_at_coverage, aurc, bootstrap_ci, expected_calibration_error,
+                               first_relevant_rank, format_p, mcnemar, recall_at_k, risk_coverage)
+
+METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "relevance-ce": "relevance CE",
+                 "pa-ce": "PA-CE", "llm-rerank": "LLM-rerank", "corm": "CoRM critic"}
+
+
+def test_queries(cfg: CormConfig | None = None) -> pd.DataFrame:
+    """One row per query: each test question clean, and each of its biased rewrites."""
+    questions, rewrites = pipeline.test_set(cfg)
+    by_id = {q.id: q for q in questions}
+    rows = [{"query_id": q.id, "question_id": q.id, "condition": "clean", "type": "clean",
+             "query": q.text, "answers": q.answers, "gold_ids": q.gold_ids} for q in questions]
+    rows += [{"query_id": f"{r.question_id}|{r.type}", "question_id": r.question_id,
+              "condition": "biased", "type": r.type, "query": r.text,
+              "answers": by_id[r.question_id].answers, "gold_ids": by_id[r.question_id].gold_ids}
+             for r in rewrites]
+    return pd.DataFrame(rows)
+
+
+def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
+           gamma: float | None = None) -> RerankedRAG:
+    """One method by name, over the scale's corpus, dense candidates and reader.
+
+    ``bm25`` and ``dense``: the first stage alone; ``llm-rerank``: the reader judging each
+    candidate; any critic variant of ``pipeline.CRITIC_VARIANTS`` (trained on demand): that
+    cross-encoder reranking — CoRM's variants through Algorithm 1 (``RiskAwareRAG``, γ = None
+    is forced generation), the relevance CE and PA-CE as plain reranked RAG.
+    """
+    cfg = settings(cfg)
+    scale, reader = cfg.scale, resources.generator_for(cfg.scale)
+    corpus, dense = resources.corpus_for(scale), resources.retriever_for(scale)
+    common = dict(m=min(m or cfg.m_inference, len(corpus)), c=cfg.context_size,
+                  max_words=scale.max_passage_words)
+    if name == "bm25":
+        return RerankedRAG(resources.bm25_for(scale), FirstStage(name), reader, corpus, **common)
+    if name == "dense":
+        return RerankedRAG(dense, FirstStage(name), reader, corpus, **common)
+    if name == "llm-rerank":
+        return RerankedRAG(dense, LLMReranker(reader, scale.max_passage_words), reader, corpus, **common)
+    reranker = CrossEncoderReranker(name, pipeline.critic_scorer(cfg, name))
+    if name in ("relevance-ce", "pa-ce"):
+        return RerankedRAG(dense, reranker, reader, corpus, **common)
+    return RiskAwareRAG(dense, reranker, reader, corpus, gamma=gamma, **common)
+
+
+def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFrame, *,
+                m: int | None = None) -> pd.DataFrame:
+    """Forced generation (γ off) for every named method and query; one row per (method, query),
+    with where the first gold-bearing passage landed in each ranking.
+
+    LLM-rerank answers only the queries of ``cfg.llm_rerank_questions`` test questions (a
+    seeded sample; all when 0), so its rows — and every paired comparison with it — cover that
+    subset, as the tables' n columns say.
+    """
+    cfg = settings(cfg)
+    corpus = resources.corpus_for(cfg.scale)
+    frames = []
+    for name in names:
+        asked = llm_rerank_subset(cfg, queries) if name == "llm-rerank" else queries
+        frames.append(kit_methods.run({name: method(cfg, name, m=m)}, asked))
+    results = pd.concat(frames, ignore_index=True)
+    results["gold_ids_ranked"] = [[d for d in ranked if has_answer(corpus[d], answers)]
+                                  for ranked, answers in zip(results["ranked_ids"], results["answers"])]
+    results["gold_rank"] = [first_relevant_rank(r, g) for r, g in
+                            zip(results["ranked_ids"], results["gold_ids_ranked"])]
+    return results
+
+
+def llm_rerank_subset(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
+    """The queries of the ``cfg.llm_rerank_questions`` test questions LLM-rerank is run on."""
+    cfg = settings(cfg)
+    ids = sorted(queries["question_id"].unique())
+    if not cfg.llm_rerank_questions or cfg.llm_rerank_questions >= len(ids):
+        return queries
+    chosen = set(resources.sample(ids, cfg.llm_rerank_questions, cfg.scale.seed))
+    return queries[queries["question_id"].isin(chosen)]
+
+
+def rerank_latency(cfg: CormConfig | None, names: Sequence[str], queries: Sequence[str]) -> pd.DataFrame:
+    """Reranking time per query (ms) for M dense candidates, measured now, with no cache."""
+    cfg = settings(cfg)
+    rows = []
+    for name in names:
+        system = method(cfg, name)
+        hits = system.retriever.search(list(queries), system.m)
+        candidates = [[system.corpus[h.doc_id] for h in row] for row in hits]
+        reranker = system.reranker
+        if isinstance(reranker, LLMReranker):  # time real model calls, not cache hits
+            reranker = LLMReranker(reranker.generator.with_cache(False), reranker.max_words)
+        start = time.perf_counter()
+        reranker.score(list(queries), candidates, [[h.score for h in row] for row in hits])
+        rows.append({"method": name, "rerank ms/query": 1000 * (time.perf_counter() - start) / len(queries),
+                     "candidates": system.m})
+    return pd.DataFrame(rows)
+
+
+def compare_on_query(systems: dict, query: str) -> pd.DataFrame:
+    """Algorithm 1 step by step on one query, for several systems: the best score S[0], the
+    passages it reads (none when it abstains) and its answer."""
+    rows = []
+    for label, system in systems.items():
+        answer = system.answer([Query("q", "q", query)])[0]
+        rows.append({"system": label, "S[0]": round(answer.confidence, 3),
+                     "context": [system.corpus[d].title for d in answer.passage_ids],
+                     "answer": answer.text})
+    return pd.DataFrame(rows)
+
+
+def critic_scores(cfg: CormConfig | None, query: str, passages: dict, variants: Sequence[str]) -> pd.DataFrame:
+    """σ(z) of each critic variant for one query and a few labelled passages (label → Passage)."""
+    texts = [p.content for p in passages.values()]
+    return pd.DataFrame({"passage": list(passages), **{
+        v: pipeline.critic_scorer(cfg, v).score([query] * len(texts), texts) for v in variants}}).round(3)
+
+
+def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Accuracy on clean and biased queries (95% bootstrap CI), robustness gap, latency."""
+    rows = []
+    for method, frame in results.groupby("method", sort=False):
+        clean = frame.loc[frame["condition"] == "clean", "correct"]
+        biased = frame.loc[frame["condition"] == "biased", "correct"]
+        low, high = bootstrap_ci(biased.to_numpy())
+        rows.append({"method": METHOD_LABELS.get(method, method), "key": method,
+                     "clean accuracy": 100 * clean.mean(), "biased accuracy": 100 * biased.mean(),
+                     "biased 95% CI": f"{100 * low:.1f}–{100 * high:.1f}",
+                     "robustness gap": 100 * (clean.mean() - biased.mean()),
+                     "n clean": len(clean), "n biased": len(biased)})
+    table = pd.DataFrame(rows)
+    if latency is not None:
+        table = table.merge(latency[["method", "rerank ms/query"]].rename(columns={"method": "key"}),
+                            on="key", how="left")
+    return table.assign(source="kit").round(1)
+
+
+def significance(results: pd.DataFrame, reference: str = "corm") -> pd.DataFrame:
+    """Exact McNemar test of the reference method against every other, on the biased queries
+    both answered: the discordant counts (only the reference right / only the other right), n
+    and the p-value."""
+    keys = ["question_id", "type"]
+    biased = results[results["condition"] == "biased"]
+    ref = biased[biased["method"] == reference].set_index(keys)["correct"].rename("ref")
+    rows = []
+    for method, frame in biased.groupby("method", sort=False):
+        if method == reference:
+            continue
+        pairs = pd.concat([ref, frame.set_index(keys)["correct"].rename("other")], axis=1,
+                          join="inner")
+        test = mcnemar(pairs["ref"].to_numpy(), pairs["other"].to_numpy())
+        rows.append({"vs": method, "n": len(pairs), "only reference right": test["a_only"],
+                     "only other right": test["b_only"], "p": test["p_value"],
+                     "p (exact McNemar)": format_p(test["p_value"])})
+    return pd.DataFrame(rows)
+
+
+def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm", "relevance-ce"),
+                        condition: str = "biased") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Selective accuracy vs coverage as γ sweeps (answer the most confident first), and per
+    method AURC, ECE and accuracy at 80% / 50% coverage."""
+    curves, summary = [], []
+    for method in methods:
+        frame = results[(results["method"] == method) & (results["condition"] == condition)]
+        conf, correct = frame["confidence"].to_numpy(), frame["correct"].to_numpy()
+        curve = pd.DataFrame(risk_coverage(conf, correct)).assign(method=method)
+        curves.append(curve)
+        summary.append({"method": method, "AURC": aurc(conf, correct),
+                        "ECE": expected_calibration_error(conf, correct),
+                        "acc@100%": correct.mean(), "acc@80%": accuracy_at_coverage(conf, correct, 0.8),
+                        "acc@50%": accuracy_at_coverage(conf, correct, 0.5), "n": len(frame)})
+    return pd.concat(curves, ignore_index=True), pd.DataFrame(summary).round(3)
+
+
+def recall_table(results: pd.DataFrame, methods: Sequence[str] = ("dense", "relevance-ce", "corm"),
+                 condition: str = "biased") -> pd.DataFrame:
+    """Recall@k (k = 1…M) of a gold-bearing passage, on queries whose pool contains one."""
+    rows = []
+    for method in methods:
+        frame = results[(results["method"] == method) & (results["condition"] == condition)]
+        frame = frame[frame["gold_ids_ranked"].map(len) > 0]
+        depth = max(len(r) for r in frame["ranked_ids"])
+        for k in range(1, depth + 1):
+            hits = [recall_at_k(r, g, k) for r, g in zip(frame["ranked_ids"], frame["gold_ids_ranked"])]
+            rows.append({"method": method, "k": k, "recall": float(np.mean(hits)), "n": len(frame)})
+    return pd.DataFrame(rows)
+
+
+def paired_ranks(results: pd.DataFrame, x: str = "relevance-ce", y: str = "corm",
+                 condition: str = "biased") -> tuple[pd.DataFrame, dict]:
+    """First-gold rank under two rerankers, per query with gold in the pool; win/loss/tie shares."""
+    keys = ["question_id", "type"]
+    biased = results[results["condition"] == condition]
+    left = biased[biased["method"] == x].set_index(keys)["gold_rank"].rename(x)
+    right = biased[biased["method"] == y].set_index(keys)["gold_rank"].rename(y)
+    pairs = pd.concat([left, right], axis=1).dropna().reset_index()
+    shares = {f"{y} better": float((pairs[y] < pairs[x]).mean()),
+              f"{x} better": float((pairs[y] > pairs[x]).mean()),
+              "tie": float((pairs[y] == pairs[x]).mean()), "n": len(pairs)}
+    return pairs, shares
+
+
+def accuracy_by_type(results: pd.DataFrame) -> pd.DataFrame:
+    """Biased accuracy per method and perturbation type (rows: method, columns: type)."""
+    biased = results[results["condition"] == "biased"]
+    return (100 * biased.groupby(["method", "type"])["correct"].mean()).unstack("type").round(1)
+
+
+def ablation(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 5: critics trained without one perturbation type (upsampled to the same number of
+    groups), biased accuracy per test type."""
+    cfg = settings(cfg)
+    variants = ["corm", *(f"no-{t}" for t in PERTURBATION_TYPES)]
+    biased = queries[queries["condition"] == "biased"]
+    results = run_methods(cfg, variants, biased)
+    return accuracy_by_type(results).loc[variants].rename(index={"corm": "all types"})
+
+
+def sensitivity(cfg: CormConfig | None, queries: pd.DataFrame,
+                m_values: Sequence[int] | None = None) -> pd.DataFrame:
+    """Fig. 6: biased accuracy as K (perturbations used in training), τ and M (candidates at
+    inference) vary, one knob at a time around the defaults."""
+    cfg = settings(cfg)
+    biased = queries[queries["condition"] == "biased"]
+    k_variants = {k: (f"k-{k}" if k < cfg.k_perturbations else "corm")
+                  for k in range(1, cfg.k_perturbations + 1)}
+    tau_variants = {0.1: "tau-0.1", 1.0: "corm", 3.0: "tau-3"}
+    names = list(dict.fromkeys([*k_variants.values(), *tau_variants.values()]))
+    results = run_methods(cfg, names, biased)  # each critic scored once
+    accuracy = 100 * results.groupby("method")["correct"].mean()
+    rows = [{"knob": knob, "value": value, "biased accuracy": accuracy[name]}
+            for knob, variants in (("K", k_variants), ("τ", tau_variants))
+            for value, name in variants.items()]
+    for m in m_values or sorted({max(cfg.context_size, cfg.m_inference // 4),
+                                 cfg.m_inference // 2, cfg.m_inference}):
+        if m == cfg.m_inference:  # the default M: already scored above
+            rows.append({"knob": "M", "value": m, "biased accuracy": accuracy["corm"]})
+            continue
+        results_m = run_methods(cfg, ["corm"], biased, m=m)
+        rows.append({"knob": "M", "value": m, "biased accuracy": 100 * results_m["correct"].mean()})
+    return pd.DataFrame(rows).round(1)
+
+
+def findings(table: pd.DataFrame, tests: pd.DataFrame, coverage: pd.DataFrame, shares: dict) -> str:
+    """The run's headline numbers as sentences, with what is and is not significant."""
+    by_key = table.set_index("key")
+    corm = by_key.loc["corm"]
+    lines = [f"CoRM critic: {corm['clean accuracy']:.1f}% clean, {corm['biased accuracy']:.1f}% biased "
+             f"(95% CI {corm['biased 95% CI']}), robustness gap {corm['robustness gap']:.1f} points."]
+    for _, row in tests.iterrows():
+        other = by_key.loc[row["vs"]]
+        better = "better" if row["only reference right"] > row["only other right"] else "worse"
+        verdict = (f"CoRM significantly {better}" if row["p"] < 0.05
+                   else "no significant difference")
+        lines.append(f"vs {other['method']}: {other['biased accuracy']:.1f}% biased; "
+                     f"exact McNemar p {format_p(row['p'], relation=True)} ({verdict} at 0.05).")
+    rc = coverage.set_index("method").loc["corm"]
+    lines.append(f"Abstaining on the least confident 20% moves CoRM's biased accuracy "
+                 f"{100 * rc['acc@100%']:.1f} → {100 * rc['acc@80%']:.1f}%, at 50% coverage "
+                 f"{100 * rc['acc@50%']:.1f}% (paper: {100 * paper.FULL_COVERAGE:.1f} → "
+                 f"{100 * paper.RISK_COVERAGE[0][1]:.1f} → {100 * paper.RISK_COVERAGE[1][1]:.1f}).")
+    lines.append(f"First gold passage ranked higher by the critic than by the relevance CE on "
+                 f"{shares['corm better']:.1%} of queries, lower on {shares['relevance-ce better']:.1%}, "
+                 f"tied on {shares['tie']:.1%} (paper: {paper.PAIRED['critic better']:.1%} / "
+                 f"{paper.PAIRED['CE better']:.1%} / {paper.PAIRED['tie']:.1%}).")
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""CoRM-RAG's figures: notebooks 01-04 and ``python -m robustkit run corm``.
+
+Each takes the tidy tables of ``corm.experiments`` (or a stage's records), draws the paper's
+published numbers from ``corm.paper`` beside the kit's, and saves PNG + CSV under ``figures/``.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from robustkit.corm import paper
+from robustkit.plots import KIT, PALETTE, PAPER, save, set_style
+
+
+def plot_perturbations(records: list[dict], *, scale: str, name: str | None = "perturbations"):
+    """(a) LLM-written vs template-fallback rewrites per type; (b) rejection rate per validator."""
+    set_style()
+    frame = pd.DataFrame(records)
+    share = (frame.groupby("type")["source"].value_counts(normalize=True).rename("share")
+             .reset_index())
+    attempts = pd.DataFrame([{"type": r["type"], "rule": rule, "rejected": float(not ok)}
+                             for r in records for a in r["attempts"] for rule, ok in a["checks"].items()])
+    rejection = attempts.groupby(["type", "rule"])["rejected"].mean().reset_index()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6), width_ratios=[1, 1.6])
+    sns.barplot(data=share, x="type", y="share", hue="source", ax=left,
+                hue_order=["llm", "template"], palette=["#55A868", "#C44E52"])
+    left.set_title("where each rewrite came from")
+    left.tick_params(axis="x", rotation=20)
+    pivot = rejection.pivot(index="rule", columns="type", values="rejected")
+    sns.heatmap(pivot, annot=True, fmt=".0%", cmap="Reds", vmin=0, vmax=1, cbar=False, ax=right)
+    right.set_title("share of LLM attempts each validator rejected")
+    right.tick_params(axis="x", rotation=20)
+    fig.suptitle(f"Perturbation synthesis (scale {scale}, {frame['question_id'].nunique()} "
+                 f"questions, {len(frame)} rewrites, {len(attempts) // max(1, attempts['rule'].nunique())} "
+                 "attempts)", y=1.03)
+    if name:
+        save(fig, name, share.merge(rejection, on="type", how="outer"))
+    return fig
+
+
+def plot_labels(labels: list[dict], *, scale: str, name: str | None = "teacher_labels"):
+    """Distribution of the teacher's robustness utility s, by candidate pool and by gold."""
+    set_style()
+    frame = pd.DataFrame(labels)
+    frame["pool"] = frame["in_clean_pool"].map({True: "clean pool", False: "perturbed pool only"})
+    frame["evidence"] = frame["has_gold"].map({True: "contains gold answer", False: "no gold answer"})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+    for ax, column in zip(axes, ["pool", "evidence"]):
+        counts = frame.groupby(column)["s"].value_counts(normalize=True).rename("share").reset_index()
+        counts["s"] = counts["s"].round(2)
+        sns.barplot(data=counts, x="s", y="share", hue=column, ax=ax)
+        ax.set_xlabel("teacher utility s(x, d)")
+        ax.set_title(f"s by {column}")
+    n_q = frame["question_id"].nunique()
+    fig.suptitle(f"Teacher labels (scale {scale}, {n_q} questions, {len(frame)} candidates)", y=1.03)
+    if name:
+        save(fig, name, frame.groupby(["pool", "evidence"])["s"].describe().reset_index())
+    return fig
+
+
+def plot_training(history: pd.DataFrame, *, scale: str, name: str | None = "critic_training"):
+    """Training loss per step and validation NDCG@3 / MRR per epoch, one line per critic."""
+    set_style()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    train = history[history["split"] == "train"]
+    val = history[history["split"] == "val"]
+    sns.lineplot(data=train, x="epoch", y="loss", hue="critic", ax=axes[0], alpha=0.8)
+    axes[0].set_title("training loss (own objective)")
+    for ax, metric in zip(axes[1:], ["ndcg@3", "mrr"]):
+        sns.lineplot(data=val, x="epoch", y=metric, hue="critic", marker="o", ax=ax, legend=False)
+        ax.set_title(f"validation {metric.upper()} (own held-out groups)")
+    fig.suptitle(f"Critic distillation (scale {scale})", y=1.03)
+    if name:
+        save(fig, name, history)
+    return fig
+
+
+# --- Table 1 and Figures 3–7 ---------------------------------------------------------------
+
+def plot_table1(table: pd.DataFrame, *, scale: str, name: str | None = "corm_table1"):
+    """Clean and biased accuracy per method (kit), with the paper's biased accuracy beside."""
+    set_style()
+    kit = table.melt(id_vars=["method"], value_vars=["clean accuracy", "biased accuracy"],
+                     var_name="condition", value_name="accuracy")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8), width_ratios=[1.2, 1],
+                                      layout="constrained")  # keeps the right panel's labels clear
+    sns.barplot(data=kit, y="method", x="accuracy", hue="condition", ax=left,
+                palette=[PALETTE["clean"], PALETTE["biased"]])
+    left.set(title=f"kit (scale {scale}, n={int(table['n biased'].iloc[0])} biased queries)",
+             xlabel="accuracy (%)", ylabel="")
+    sns.barplot(data=paper.TABLE1, y="method", x="biased accuracy", color=PAPER, ax=right)
+    right.set(title="paper: Biased-NQ (published numbers)", xlabel="biased accuracy (%)", ylabel="")
+    fig.suptitle("CoRM-RAG Table 1: accuracy under biased questions")
+    if name:
+        save(fig, name, pd.concat([table, paper.TABLE1], ignore_index=True))
+    return fig
+
+
+def plot_risk_coverage(curves: pd.DataFrame, summary: pd.DataFrame, *, scale: str,
+                       name: str | None = "corm_fig3_risk_coverage"):
+    """Selective accuracy vs coverage as γ sweeps; the paper's published points marked."""
+    set_style()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for method, curve in curves.groupby("method", sort=False):
+        row = summary.set_index("method").loc[method]
+        ax.plot(curve["coverage"], curve["accuracy"],
+                label=f"{method} (AURC {row['AURC']:.3f}, ECE {row['ECE']:.3f})")
+    points = [(1.0, paper.FULL_COVERAGE), *paper.RISK_COVERAGE]
+    ax.scatter(*zip(*points), marker="*", s=160, color="black", zorder=3, label="paper: CoRM-RAG")
+    ax.set_xlabel("coverage (share of questions answered)")
+    ax.set_ylabel("selective accuracy")
+    ax.set_title(f"Fig. 3 risk–coverage on biased queries (scale {scale}, n={int(summary['n'].iloc[0])})")
+    ax.legend(fontsize=8)
+    if name:
+        save(fig, name, curves)
+    return fig
+
+
+def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dict, *, scale: str,
+                          x: str = "relevance-ce", y: str = "corm",
+                          name: str | None = "corm_fig4_recall_ranks"):
+    """(a) Recall@k of gold-bearing passages, log k; (b) paired first-gold ranks, x vs y."""
+    set_style()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    sns.lineplot(data=recall, x="k", y="recall", hue="method", ax=left)
+    for method, points in paper.RECALL.items():
+        left.scatter(list(points), list(points.values()), marker="*", s=120,
+                     label=f"paper: {method}", zorder=3)
+    left.set_xscale("log")
+    left.set_title(f"(a) Recall@k on biased queries with gold in the pool (n={int(recall['n'].iloc[0])})")
+    left.legend(fontsize=8)
+    jitter = np.random.default_rng(0).uniform(-0.12, 0.12, size=(2, len(pairs)))
+    right.scatter(pairs[x] * np.exp(jitter[0]), pairs[y] * np.exp(jitter[1]), alpha=0.5, s=18)
+    top = max(pairs[x].max(), pairs[y].max())
+    right.plot([1, top], [1, top], color="grey", lw=1)
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel(f"first gold rank, {x}")
+    right.set_ylabel(f"first gold rank, {y}")
+    right.set_title(f"(b) {y} better {shares[f'{y} better']:.1%} / {x} better "
+                    f"{shares[f'{x} better']:.1%} / tie {shares['tie']:.1%} (n={shares['n']})")
+    right.text(0.98, 0.02, "paper: critic better {critic better:.1%} / CE better {CE better:.1%} / "
+               "tie {tie:.1%}".format(**paper.PAIRED), transform=right.transAxes, ha="right",
+               fontsize=8, color="dimgray")
+    fig.suptitle(f"Fig. 4 (scale {scale})", y=1.02)
+    if name:
+        save(fig, name, recall)
+    return fig
+
+
+def plot_ablation(by_type: pd.DataFrame, *, scale: str, name: str | None = "corm_fig5_ablation"):
+    """Biased accuracy per test perturbation type for critics trained without one type."""
+    set_style()
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    sns.heatmap(by_type, annot=True, fmt=".1f", cmap="Blues", cbar_kws={"label": "accuracy (%)"}, ax=ax)
+    ax.set_title(f"Fig. 5 ablation (scale {scale})")
+    ax.set_xlabel("test perturbation type")
+    ax.set_ylabel("critic trained")
+    published = "; ".join(f"without {t}: {t} accuracy {full:.1f} → {dropped:.1f}"
+                          for t, (full, dropped) in paper.ABLATION.items())
+    fig.text(0.01, -0.06, f"paper: {published}", fontsize=8, color="dimgray")
+    if name:
+        save(fig, name, by_type.reset_index())
+    return fig
+
+
+def plot_sensitivity(table: pd.DataFrame, *, scale: str, name: str | None = "corm_fig6_sensitivity"):
+    """Biased accuracy as one knob varies (K, τ, M); ``table`` has knob, value, accuracy."""
+    set_style()
+    knobs = list(dict.fromkeys(table["knob"]))
+    fig, axes = plt.subplots(1, len(knobs), figsize=(4 * len(knobs), 3.3), sharey=True)
+    for ax, knob in zip(np.atleast_1d(axes), knobs):
+        part = table[table["knob"] == knob]
+        ax.plot(part["value"], part["biased accuracy"], marker="o", color=KIT)
+        ax.set_xlabel(knob)
+        if knob in ("τ", "M"):
+            ax.set_xscale("log")
+        ax.set_title(f"{knob}")
+    np.atleast_1d(axes)[0].set_ylabel("biased accuracy (%)")
+    fig.suptitle(f"Fig. 6 sensitivity (scale {scale})", y=1.04)
+    fig.text(0.01, -0.06, f"paper: gains flatten beyond K = 5; τ = 1 beats 0.1 and 3.0; M 10 → 100 "
+             f"adds +{paper.SENSITIVITY_M_GAIN} points", fontsize=8, color="dimgray")
+    if name:
+        save(fig, name, table)
+    return fig
+
+
+def plot_pareto(table: pd.DataFrame, *, scale: str, name: str | None = "corm_fig7_latency"):
+    """Reranking latency (log) vs biased accuracy, one point per reranking method; the paper's
+    CoRM-RAG and LLM-rerank points on the same axes."""
+    set_style()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    kit = table.dropna(subset=["rerank ms/query"])
+    kit = kit[kit["rerank ms/query"] > 0]  # first-stage-only methods spend no reranking time
+    ax.scatter(kit["rerank ms/query"], kit["biased accuracy"], color=KIT, s=40, label="kit")
+    for _, row in kit.iterrows():
+        ax.annotate(row["method"], (row["rerank ms/query"], row["biased accuracy"]), fontsize=8,
+                    xytext=(4, 4), textcoords="offset points")
+    published = paper.TABLE1.set_index("method")["biased accuracy"]
+    ms = [paper.LATENCY_MS["corm"], paper.LATENCY_MS["llm-rerank"]]
+    ax.scatter(ms, [published["CoRM-RAG"], published["LLM-rerank"]], marker="*", s=140,
+               color=PAPER, label="paper (CoRM-RAG, LLM-rerank)")
+    ax.set_xscale("log")
+    ax.set_xlabel("reranking latency per query (ms, log)")
+    ax.set_ylabel("biased accuracy (%)")
+    ax.set_title(f"Fig. 7 latency vs accuracy (scale {scale})", fontsize=10)
+    ax.legend(fontsize=8)
+    if name:
+        save(fig, name, kit)
+    return fig

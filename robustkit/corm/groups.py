@@ -1,0 +1,111 @@
+"""Listwise training groups for the Evidence Critic (CoRM-RAG §3.3), and their baselines'.
+
+For each (training question i, perturbation k): one positive from the clean query's candidates
+with s > 0, N negatives from the perturbed query's candidates with s = 0, every passage paired
+with the *perturbed* query x̃ₖ. The relevance cross-encoder's groups use the clean query and
+"contains a gold alias" labels over the same candidates. Groups are split by question, never
+by rewrite, so no rewrite of a validation question is trained on.
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from typing import Sequence
+
+
+def build_groups(labels: Sequence[dict], perturbations: Sequence[dict], texts: dict[str, str], *,
+                 n_negatives: int, seed: int = 0, k_prime: int | None = None,
+                 drop_type: str | None = None) -> tuple[list[dict], dict]:
+    """Listwise training groups exactly as CoRM-RAG builds them.
+
+    For each (question i, perturbation k): one positive sampled from the *clean* pool with
+    s > 0, and up to N negatives sampled from the candidates retrieved for x̃ₖ (the perturbed
+    pool) with s = 0; the group is skipped when there is no positive. Every document is paired
+    with the perturbed query x̃ₖ.
+
+    Args:
+        labels: teacher records (question_id, doc_id, in_clean_pool, perturbed_k, outcomes).
+        perturbations: adversary records (question_id, k, type, text).
+        texts: doc id → passage text shown to the critic.
+        n_negatives: N.
+        k_prime: use only the first K′ perturbations and recompute s from them (Fig. 6).
+        drop_type: leave out one perturbation type, upsampling the rest to the same number of
+            groups (Fig. 5).
+
+    Returns (groups, stats) where stats counts skipped slots and groups short of N negatives.
+    """
+    if n_negatives < 1:
+        raise ValueError(f"N (negatives per group) must be >= 1, got {n_negatives}")
+    if not labels:
+        raise ValueError("empty label pool: no teacher records to build groups from")
+    k_all = max(len(r["outcomes"]) for r in labels)
+    k_use = k_prime or k_all
+    if not 1 <= k_use <= k_all:
+        raise ValueError(f"K' must be in 1..{k_all}, got {k_prime}")
+    rng = random.Random(seed)
+    by_question = defaultdict(list)
+    for record in labels:
+        by_question[record["question_id"]].append(record)
+    groups, stats = [], {"slots": 0, "skipped (no positive)": 0, "short of N negatives": 0}
+    for p in perturbations:
+        if p["k"] >= k_use:
+            continue
+        stats["slots"] += 1
+        candidates = by_question.get(p["question_id"])
+        if candidates is None:
+            raise ValueError(f"perturbation of {p['question_id']!r} has no teacher labels")
+        s = {r["doc_id"]: sum(r["outcomes"][:k_use]) / k_use for r in candidates}
+        positives = [r["doc_id"] for r in candidates if r["in_clean_pool"] and s[r["doc_id"]] > 0]
+        negatives = [r["doc_id"] for r in candidates if p["k"] in r["perturbed_k"] and s[r["doc_id"]] == 0]
+        if not positives:
+            stats["skipped (no positive)"] += 1
+            continue
+        positive = rng.choice(positives)
+        chosen = rng.sample(negatives, min(n_negatives, len(negatives)))
+        stats["short of N negatives"] += len(chosen) < n_negatives
+        docs = [positive, *chosen]
+        groups.append({"question_id": p["question_id"], "k": p["k"], "type": p["type"],
+                       "query": p["text"], "doc_ids": docs, "docs": [texts[d] for d in docs],
+                       "labels": [s[d] for d in docs]})
+    if drop_type:
+        groups = _drop_and_upsample(groups, drop_type, rng)
+    return groups, stats
+
+
+def relevance_groups(labels: Sequence[dict], questions: dict[str, str], texts: dict[str, str], *,
+                     n_negatives: int, seed: int = 0) -> list[dict]:
+    """Groups for the relevance cross-encoder: clean query, label = passage contains a gold alias.
+
+    Same candidates and group size as the critic's, so both see the same data budget.
+    """
+    rng = random.Random(seed)
+    by_question = defaultdict(list)
+    for record in labels:
+        by_question[record["question_id"]].append(record)
+    groups = []
+    for qid, candidates in by_question.items():
+        relevant = [r["doc_id"] for r in candidates if r["has_gold"]]
+        other = [r["doc_id"] for r in candidates if not r["has_gold"]]
+        if not relevant:
+            continue
+        docs = [rng.choice(relevant), *rng.sample(other, min(n_negatives, len(other)))]
+        groups.append({"question_id": qid, "k": -1, "type": "clean", "query": questions[qid],
+                       "doc_ids": docs, "docs": [texts[d] for d in docs],
+                       "labels": [1.0] + [0.0] * (len(docs) - 1)})
+    return groups
+
+
+def split_groups(groups: Sequence[dict], val_fraction: float = 0.15, seed: int = 0):
+    """Hold out whole questions (never a question's other perturbations) for validation."""
+    qids = sorted({g["question_id"] for g in groups})
+    random.Random(seed).shuffle(qids)
+    held = set(qids[:max(1, round(val_fraction * len(qids)))])
+    return ([g for g in groups if g["question_id"] not in held],
+            [g for g in groups if g["question_id"] in held])
+
+
+def _drop_and_upsample(groups: list[dict], drop_type: str, rng: random.Random) -> list[dict]:
+    kept = [g for g in groups if g["type"] != drop_type]
+    if len(kept) == len(groups):
+        raise ValueError(f"no group has perturbation type {drop_type!r}")
+    return kept + [rng.choice(kept) for _ in range(len(groups) - len(kept))]

@@ -1,0 +1,224 @@
+"""CoRM-RAG's stages, each an artifact under ``runs/<scale>/corm/`` built through ``stage``.
+
+Each stage returns its result, reusing the artifact on disk when its manifest records the same
+inputs and rebuilding it (and any missing upstream stage) otherwise — so every notebook also
+runs on its own. Data flows one way:
+
+    questions → perturbations → teacher labels → groups → critics → evaluation (corm.experiments)
+
+Every function takes a ``CormConfig`` (or a scale, meaning CoRM's defaults there).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from robustkit import resources
+from robustkit.artifacts import read_manifest, stage
+from robustkit.config import resolve_model, runs_dir
+from robustkit.corm.config import CormConfig, settings
+from robustkit.data import PERTURBATION_TYPES, Question, mini_rewrites, read_jsonl, write_jsonl
+from robustkit.data.records import Rewrite
+from robustkit.judges import NormalisedMatch
+from robustkit.reader import READER_VERSION
+
+# name -> how the critic is trained: which groups, which loss
+CRITIC_VARIANTS = {
+    "corm": {"loss": "hybrid"},
+    "pa-ce": {"loss": "pointwise"},
+    "relevance-ce": {"loss": "pointwise", "relevance": True},
+    "rank-only": {"loss": "listwise"},
+    "tau-0.1": {"loss": "hybrid", "tau": 0.1},
+    "tau-3": {"loss": "hybrid", "tau": 3.0},
+    **{f"k-{k}": {"loss": "hybrid", "k_prime": k} for k in (1, 2)},
+    **{f"no-{t}": {"loss": "hybrid", "drop_type": t} for t in PERTURBATION_TYPES},
+}
+MAX_LENGTH = 256  # critic input tokens (query + passage)
+
+
+def run_dir(cfg: CormConfig | None = None) -> Path:
+    """Where CoRM's artifacts live: ``runs/<scale>/corm/``."""
+    path = runs_dir(settings(cfg).scale) / "corm"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def train_questions(cfg: CormConfig | None = None) -> list[Question]:
+    """The CoRM training questions: the scale's seeded sample of its training split."""
+    return resources.train_questions(settings(cfg).scale)
+
+
+def test_set(cfg: CormConfig | None = None) -> tuple[list[Question], list[Rewrite]]:
+    """Test questions and one biased rewrite of each, its type rotated over the questions (the
+    paper's protocol): at tiny the data/mini hand-written rewrite of that type, beyond it an
+    adversary rewrite."""
+    cfg = settings(cfg)
+    questions = resources.test_questions(cfg.scale)
+    if cfg.scale.dataset == "mini":
+        by_key = {(r.question_id, r.type): r for r in mini_rewrites()}
+        return questions, [by_key[q.id, PERTURBATION_TYPES[i % len(PERTURBATION_TYPES)]]
+                           for i, q in enumerate(questions)]
+    records = _perturbations(cfg, questions, k=1, name="test_perturbations")
+    return questions, [Rewrite(r["question_id"], r["type"], r["text"], r["wrong_entity"],
+                               r["subtemplate"], (), r["source"]) for r in records]
+
+
+def perturbations(cfg: CormConfig | None = None) -> list[dict]:
+    """K adversary rewrites per training question (notebook 01)."""
+    cfg = settings(cfg)
+    return _perturbations(cfg, train_questions(cfg), cfg.k_perturbations, "perturbations")
+
+
+def labels(cfg: CormConfig | None = None) -> list[dict]:
+    """Teacher robustness labels s(x, d) for every training candidate (notebook 02); resumable."""
+    from robustkit.corm.teacher import label
+
+    cfg = settings(cfg)
+    questions, records = train_questions(cfg), perturbations(cfg)
+    corpus, retriever = resources.corpus_for(cfg.scale), resources.retriever_for(cfg.scale)
+    teacher, judge = resources.generator_for(cfg.scale, "teacher"), NormalisedMatch()
+    inputs = {"questions": _digest(_question_rows(questions)), "perturbations": _digest(
+        [[p["question_id"], p["k"], p["text"]] for p in records]), "retriever": retriever.identity(),
+        "teacher": teacher.identity(), "judge": judge.name, "reader": READER_VERSION,
+        "m": cfg.m_candidates, "max_words": cfg.scale.max_passage_words}
+
+    def build(out: Path, scratch: Path) -> dict:
+        calls, hits = teacher.misses, teacher.hits
+        built = label(questions, records, corpus, retriever, teacher, m=cfg.m_candidates,
+                      log_path=scratch / "log.jsonl", judge=judge, max_words=cfg.scale.max_passage_words)
+        write_jsonl(out, built)
+        return {"teacher calls": teacher.misses - calls, "cache hits": teacher.hits - hits,
+                "records": len(built)}
+
+    return stage(run_dir(cfg) / "labels.jsonl", inputs, build, read_jsonl)
+
+
+def labelling_cost(cfg: CormConfig | None = None) -> dict:
+    """What labelling cost when it ran: teacher calls, cache hits, records."""
+    labels(cfg)
+    return read_manifest(run_dir(cfg) / "labels.jsonl")["stats"]
+
+
+def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False,
+                    k_prime: int | None = None, drop_type: str | None = None
+                    ) -> tuple[list[dict], list[dict], dict]:
+    """Listwise groups split into train / validation by question (notebook 03)."""
+    from robustkit.corm.groups import build_groups, relevance_groups, split_groups
+
+    cfg = settings(cfg)
+    records = labels(cfg)
+    texts = {p.id: p.content for p in resources.corpus_for(cfg.scale)}
+    seed = cfg.scale.seed
+    if relevance:
+        built = relevance_groups(records, {q.id: q.text for q in train_questions(cfg)}, texts,
+                                 n_negatives=cfg.n_negatives, seed=seed)
+        stats = {"groups": len(built)}
+    else:
+        built, stats = build_groups(records, perturbations(cfg), texts, n_negatives=cfg.n_negatives,
+                                    seed=seed, k_prime=k_prime, drop_type=drop_type)
+        stats["groups"] = len(built)
+    train, val = split_groups(built, seed=seed)
+    return train, val, stats
+
+
+def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
+                 progress: bool = True) -> Path:
+    """Train (or reuse) one critic variant of ``CRITIC_VARIANTS``; returns its model folder."""
+    from robustkit.corm.train import train
+
+    cfg = settings(cfg)
+    if variant not in CRITIC_VARIANTS:
+        raise ValueError(f"unknown critic variant {variant!r}; expected one of {sorted(CRITIC_VARIANTS)}")
+    spec = dict(CRITIC_VARIANTS[variant])
+    loss, tau = spec.pop("loss"), spec.pop("tau", 1.0)
+    train_groups, val_groups, _ = training_groups(cfg, **spec)
+    init = resolve_model("critic_init", cfg.scale, verbose=False)
+    inputs = {"groups": _digest(train_groups), "val": _digest(val_groups), "init": init.name,
+              "loss": loss, "tau": tau, "epochs": cfg.epochs, "lr": cfg.lr, "max_length": MAX_LENGTH,
+              "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
+
+    def build(out: Path, scratch: Path) -> dict:
+        history = train(train_groups, val_groups, init=init.path, base_model=init.name,
+                        out_dir=scratch, model_dir=out, loss=loss, tau=tau, epochs=cfg.epochs,
+                        lr=cfg.lr, batch_groups=cfg.batch_groups, max_length=MAX_LENGTH,
+                        seed=cfg.scale.seed, progress=progress)
+        return {"final validation": [h for h in history if h["split"] == "val"][-1]}
+
+    return stage(run_dir(cfg) / "critics" / variant, inputs, build, lambda path: path)
+
+
+def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
+    """A ``CriticScorer`` for one critic variant (trained on demand), loaded once per process."""
+    path = train_critic(cfg, variant)
+    return _scorer(str(path), read_manifest(path)["sha256"])
+
+
+def training_history(cfg: CormConfig | None, variants: list[str]):
+    """The logged train/val history of several critics as one tidy table."""
+    import pandas as pd
+
+    frames = [pd.DataFrame(read_jsonl(train_critic(cfg, v) / "history.jsonl")).assign(critic=v)
+              for v in variants]
+    return pd.concat(frames, ignore_index=True).drop(columns=["id"])
+
+
+def compare_on_validation(cfg: CormConfig | None, variants: list[str]):
+    """Every critic scored on the *same* held-out CoRM groups (teacher utilities as gains)."""
+    import pandas as pd
+
+    from robustkit.corm.critic import GroupDataset
+    from robustkit.corm.loss import make_loss
+    from robustkit.corm.train import evaluate
+
+    cfg = settings(cfg)
+    _, val_groups, _ = training_groups(cfg)
+    rows = []
+    for variant in variants:
+        model = critic_scorer(cfg, variant).model
+        data = GroupDataset(val_groups, model.tokenizer, model.config["max_length"])
+        metrics = evaluate(model, data, make_loss("hybrid"), cfg.batch_groups)
+        rows.append({"critic": variant, "ndcg@3": metrics["ndcg@3"], "mrr": metrics["mrr"]})
+    return pd.DataFrame(rows).round(3)
+
+
+def export_groups(cfg: CormConfig | None, path: str | Path) -> Path:
+    """Write the critic's training groups (with texts) for a GPU run elsewhere."""
+    train_groups, val_groups, _ = training_groups(cfg)
+    write_jsonl(path, train_groups + val_groups)
+    return Path(path)
+
+
+# --- internals ---------------------------------------------------------------------------------
+
+def _perturbations(cfg: CormConfig, questions: list[Question], k: int, name: str) -> list[dict]:
+    from robustkit.corm.perturb import PROMPTS_VERSION, synthesize
+
+    adversary = resources.generator_for(cfg.scale, "adversary", system_prompt=None)
+    pool = train_questions(cfg)
+    inputs = {"questions": _digest(_question_rows(questions)), "pool": _digest(_question_rows(pool)),
+              "k": k, "adversary": adversary.identity(), "prompts": PROMPTS_VERSION,
+              "seed": cfg.scale.seed}
+
+    def build(out: Path, scratch: Path) -> dict:
+        records = synthesize(questions, adversary, k, pool_questions=pool, seed=cfg.scale.seed)
+        write_jsonl(out, records)
+        return {"llm share": sum(r["source"] == "llm" for r in records) / len(records)}
+
+    return stage(run_dir(cfg) / f"{name}.jsonl", inputs, build, read_jsonl)
+
+
+def _question_rows(questions: list[Question]) -> list:
+    return [[q.id, q.text, list(q.answers), q.answer_type] for q in questions]
+
+
+def _digest(rows) -> str:
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+
+
+@lru_cache(maxsize=16)
+def _scorer(path: str, sha256: str):
+    from robustkit.corm.critic import CriticScorer
+
+    return CriticScorer(path)

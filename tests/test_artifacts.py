@@ -1,0 +1,116 @@
+"""The one ``stage`` mechanism: reuse on matching inputs, rebuild otherwise, never a mix."""
+import json
+
+import pytest
+
+from robustkit.artifacts import checksum, is_current, manifest_path, read_manifest, stage
+
+
+def _writer(calls, text="v1"):
+    def build(out, scratch):
+        calls.append(scratch)
+        out.write_text(text)
+        return {"built": text}
+    return build
+
+
+def test_builds_once_and_reuses_on_matching_inputs(tmp_path):
+    calls = []
+    path = tmp_path / "a.txt"
+    assert stage(path, {"x": 1}, _writer(calls), lambda p: p.read_text()) == "v1"
+    assert stage(path, {"x": 1}, _writer(calls, "v2"), lambda p: p.read_text()) == "v1"
+    assert len(calls) == 1
+    manifest = read_manifest(path)
+    assert manifest["inputs"] == {"x": 1} and manifest["stats"] == {"built": "v1"}
+    assert manifest["sha256"] == checksum(path)
+    assert not (tmp_path / "a.txt.partial").exists()  # scratch is cleared once the artifact is done
+
+
+def test_other_inputs_rebuild(tmp_path):
+    calls = []
+    path = tmp_path / "a.txt"
+    stage(path, {"x": 1}, _writer(calls), lambda p: p.read_text())
+    assert stage(path, {"x": 2}, _writer(calls, "v2"), lambda p: p.read_text()) == "v2"
+    assert read_manifest(path)["inputs"] == {"x": 2} and len(calls) == 2
+
+
+def test_bytes_that_do_not_match_the_manifest_rebuild(tmp_path):
+    calls = []
+    path = tmp_path / "a.txt"
+    stage(path, {"x": 1}, _writer(calls), lambda p: p.read_text())
+    path.write_text("edited by hand")
+    assert not is_current(path, {"x": 1})
+    assert stage(path, {"x": 1}, _writer(calls), lambda p: p.read_text()) == "v1"
+    assert len(calls) == 2
+
+
+def test_a_crashed_build_leaves_the_old_artifact_and_keeps_its_progress(tmp_path):
+    path = tmp_path / "a.txt"
+    stage(path, {"x": 1}, _writer([]), lambda p: p.read_text())
+    seen = []
+
+    def crashes(out, scratch):
+        (scratch / "progress").write_text("half")
+        out.write_text("half-written")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        stage(path, {"x": 2}, crashes, lambda p: p.read_text())
+    assert path.read_text() == "v1" and is_current(path, {"x": 1})  # old artifact, old manifest
+
+    def resumes(out, scratch):
+        seen.append((scratch / "progress").read_text())
+        out.write_text("v2")
+
+    assert stage(path, {"x": 2}, resumes, lambda p: p.read_text()) == "v2"
+    assert seen == ["half"]  # the same inputs resumed from their scratch
+
+
+def test_scratch_of_other_inputs_is_never_resumed(tmp_path):
+    path = tmp_path / "a.txt"
+
+    def crashes(out, scratch):
+        (scratch / "progress").write_text("from x=1")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        stage(path, {"x": 1}, crashes, lambda p: p.read_text())
+    seen = []
+
+    def build(out, scratch):
+        seen.append(sorted(p.name for p in scratch.iterdir()))
+        out.write_text("v2")
+
+    stage(path, {"x": 2}, build, lambda p: p.read_text())
+    assert seen == [["inputs.json"]]
+
+
+def test_an_artifact_without_manifest_is_rebuilt(tmp_path):
+    """A crash between putting the artifact in place and writing its manifest."""
+    calls = []
+    path = tmp_path / "a.txt"
+    stage(path, {"x": 1}, _writer(calls), lambda p: p.read_text())
+    manifest_path(path).unlink()
+    stage(path, {"x": 1}, _writer(calls), lambda p: p.read_text())
+    assert len(calls) == 2
+
+
+def test_folder_artifacts(tmp_path):
+    path = tmp_path / "model"
+
+    def build(out, scratch):
+        (out / "sub").mkdir(parents=True)
+        (out / "sub" / "w.bin").write_bytes(b"\x00\x01")
+        (out / "config.json").write_text(json.dumps({"a": 1}))
+
+    assert stage(path, {"x": 1}, build, lambda p: p) == path
+    assert is_current(path, {"x": 1})
+    (path / "sub" / "w.bin").write_bytes(b"\x00\x02")
+    assert not is_current(path, {"x": 1})
+    stage(path, {"x": 1}, build, lambda p: p)  # rebuilt and swapped in place
+    assert (path / "sub" / "w.bin").read_bytes() == b"\x00\x01" and is_current(path, {"x": 1})
+
+
+def test_a_build_that_writes_nothing_is_an_error(tmp_path):
+    with pytest.raises(RuntimeError, match="without writing its artifact"):
+        stage(tmp_path / "a.txt", {"x": 1}, lambda out, scratch: None, lambda p: p)
