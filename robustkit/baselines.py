@@ -3,11 +3,12 @@
 ``RerankedRAG`` is vanilla retrieve-then-read RAG with an optional reranker in between:
 retrieve top-M, rerank, read the top C — a ``Method``. Every reranker shares one interface,
 ``score(queries, candidates, first_stage) -> one array per query``, so BM25 and dense (the
-first stage's own order), a trained cross-encoder (relevance CE, PA-CE, the CoRM critic) and
-LLM-rerank are interchangeable, and CoRM-RAG's Algorithm 1 is this class plus a threshold.
+first stage's own order), a random order, a trained cross-encoder (relevance CE, PA-CE, the
+CoRM critic) and LLM-rerank are interchangeable, and CoRM-RAG's Algorithm 1 is this class plus a threshold.
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Protocol, Sequence
 
@@ -36,6 +37,28 @@ class FirstStage:
 
     def score(self, queries, candidates, first_stage):
         return [np.asarray(s, dtype=np.float32) for s in first_stage]
+
+
+class RandomOrder:
+    """A uniformly random order of the candidates: the floor any claimed ranking must clear.
+
+    Each query's order is drawn from a generator seeded by (seed, query text), so it does not
+    depend on which other queries share the batch; its "confidence" is as random as its order.
+    """
+
+    name = "random"
+    llm_calls_per_candidate = 0
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def score(self, queries, candidates, first_stage):
+        return [np.random.default_rng(self._entropy(q)).random(len(docs), dtype=np.float32)
+                for q, docs in zip(queries, candidates)]
+
+    def _entropy(self, query: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}|{query}".encode()).digest()
+        return int.from_bytes(digest[:8], "little")
 
 
 class CrossEncoderReranker:

@@ -1,12 +1,22 @@
-"""Metrics: answer scoring, retrieval recall, selective prediction and paired significance.
+"""Metrics: answer scoring, retrieval ranking, selective prediction and significance.
 
-Answer metrics follow the SQuAD / NQ-open evaluation (normalised exact match and token F1,
-best over gold aliases). Selective prediction follows Geifman & El-Yaniv: sweep a confidence
-threshold, plot accuracy on the answered subset against coverage, and summarise by AURC.
+Definitions, as a paper reader would want them stated:
+
+* Answers follow the SQuAD v1.1 script: normalise (lower-case, drop punctuation, drop the
+  articles a/an/the, collapse whitespace), then exact match or token F1, best over gold aliases.
+* Recall@k is the hit rate (success@k): 1 when any gold id is in the top k. Tables average it over
+  the queries whose candidate pool holds gold (``corm.experiments.recall_table`` filters them).
+* NDCG@k uses linear gains, and NDCG and MRR average over the orders of tied scores (scikit-learn's
+  ``ndcg_score(ignore_ties=False)``), so a critic that scores everything alike gets chance, not 1.
+* Selective prediction follows Geifman & El-Yaniv: coverage is P(confidence ≥ θ), evaluated only at
+  the distinct confidences, so rows with tied confidence are answered or abstained on together.
+* McNemar is the exact (binomial) test; confidence intervals are percentile bootstraps (by row or by
+  cluster); p-values are printed with ``format_p``.
 """
 from __future__ import annotations
 
 from collections import Counter
+from math import comb
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -17,14 +27,14 @@ from robustkit.data.records import contains_answer, normalize_answer
 def exact_match(prediction: str, answers: Iterable[str]) -> float:
     """1.0 when the normalised prediction equals a normalised gold answer."""
     pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(a) for a in answers))
+    return float(any(pred == normalize_answer(a) for a in _gold_answers(answers)))
 
 
 def token_f1(prediction: str, answers: Iterable[str]) -> float:
-    """Best token-overlap F1 between the prediction and any gold answer."""
+    """Best token-overlap F1 between the prediction and any gold answer (0 when nothing overlaps)."""
     pred = normalize_answer(prediction).split()
     best = 0.0
-    for answer in answers:
+    for answer in _gold_answers(answers):
         gold = normalize_answer(answer).split()
         common = sum((Counter(pred) & Counter(gold)).values())
         if common:
@@ -34,17 +44,24 @@ def token_f1(prediction: str, answers: Iterable[str]) -> float:
 
 
 def substring_match(prediction: str, answers: Iterable[str]) -> float:
-    """1.0 when a normalised gold answer occurs (as whole words) in the prediction.
+    """1.0 when a normalised gold answer occurs (as whole words) in the normalised prediction.
 
-    The usual accuracy for chatty generators that wrap the answer in a sentence.
+    The usual accuracy for chatty generators that wrap the answer in a sentence; it is
+    ``data.contains_answer``, the same test that marks a passage as gold-bearing, so
+    "Ocean's Eleven" matches "Oceans Eleven" as in ``exact_match`` and "NASA'S budget" contains
+    "NASA".
     """
-    return float(contains_answer(prediction, answers))
+    return float(contains_answer(prediction, _gold_answers(answers)))
 
 
 def recall_at_k(ranked_ids: Sequence[str], relevant: Iterable[str], k: int) -> float:
-    """1.0 when any relevant id is among the first ``k`` ranked ids."""
+    """Hit rate (success@k) of one query: 1.0 when any relevant id is among the first ``k``.
+
+    Averaged over queries this is Recall@k as the tables report it; queries without any relevant
+    id in the pool score 0 here, so callers leave them out of the average.
+    """
     if k <= 0:
-        raise ValueError(f"k must be positive, got {k}")
+        raise ValueError(f"k must be positive, got k={k}")
     relevant = set(relevant)
     return float(any(doc in relevant for doc in ranked_ids[:k]))
 
@@ -56,51 +73,95 @@ def first_relevant_rank(ranked_ids: Sequence[str], relevant: Iterable[str]) -> i
 
 
 def ndcg_at_k(scores: Sequence[float], gains: Sequence[float], k: int) -> float:
-    """NDCG@k with linear gains: Σ_{i<k} g_(i) / log2(i + 2), over the ideal ordering's value."""
+    """NDCG@k with linear gains, DCG = Σ_{i<k} g_(i) / log2(i + 2), over the ideal ordering's DCG.
+
+    Tied scores are averaged over every order of the tie (scikit-learn's ``ignore_ties=False``):
+    all items of a tied block share its mean gain. 0 when no item has positive ideal DCG.
+    """
+    if k <= 0:
+        raise ValueError(f"k must be positive, got k={k}")
     scores, gains = _paired(scores, gains)
-    discounts = 1.0 / np.log2(np.arange(2, min(k, len(gains)) + 2))
-    ranked = gains[np.argsort(-scores, kind="stable")][:k]
-    ideal = np.sort(gains)[::-1][:k]
-    best = float(ideal @ discounts[:len(ideal)])
-    return float(ranked @ discounts[:len(ranked)]) / best if best > 0 else 0.0
+    discounts = np.zeros(len(gains))
+    depth = min(k, len(gains))
+    discounts[:depth] = 1.0 / np.log2(np.arange(2, depth + 2))
+    _, block, size = _tied_blocks(scores)
+    block_start = np.cumsum(size) - size
+    # each member of a tied block is equally likely to sit at each of the block's positions
+    dcg = (np.bincount(block, weights=gains) / size) @ np.add.reduceat(discounts, block_start)
+    ideal = np.sort(gains)[::-1] @ discounts
+    return float(dcg / ideal) if ideal > 0 else 0.0
 
 
 def mrr(scores: Sequence[float], gains: Sequence[float]) -> float:
-    """Reciprocal rank of the first item with positive gain, ranked by score (0 when none)."""
+    """Reciprocal rank of the first item with positive gain, ranked by score (0 when none).
+
+    With tied scores this is the exact expectation over uniformly random orders of each tie.
+    """
     scores, gains = _paired(scores, gains)
-    ranked = gains[np.argsort(-scores, kind="stable")]
-    hits = np.flatnonzero(ranked > 0)
-    return 1.0 / (hits[0] + 1) if len(hits) else 0.0
+    _, block, size = _tied_blocks(scores)
+    relevant = np.bincount(block, weights=gains > 0, minlength=len(size)).astype(int)
+    blocks_with_hits = np.flatnonzero(relevant)
+    if not len(blocks_with_hits):
+        return 0.0
+    first = blocks_with_hits[0]
+    rank_before = int(np.sum(size[:first]))
+    t, r = int(size[first]), int(relevant[first])
+    # with r relevant among t shuffled items, the first relevant one is at offset j (0-based)
+    # with probability C(t - 1 - j, r - 1) / C(t, r)
+    return sum(comb(t - 1 - j, r - 1) / comb(t, r) / (rank_before + j + 1) for j in range(t - r + 1))
 
 
 def risk_coverage(confidence: Sequence[float], correct: Sequence[float]) -> dict[str, np.ndarray]:
-    """Selective accuracy at every coverage obtained by answering the most confident first.
+    """The risk–coverage curve, one point per distinct confidence θ (highest first).
 
-    Returns arrays ``coverage`` (k/n), ``accuracy`` (mean correctness of the top-k) and
-    ``threshold`` (the k-th highest confidence, i.e. the γ that yields that coverage).
+    At threshold θ every row with confidence ≥ θ is answered, so tied rows move together and the
+    curve does not depend on row order. Returns equal-length arrays ``threshold`` (θ),
+    ``coverage`` (share of rows with confidence ≥ θ) and ``accuracy`` (mean correctness of those
+    rows; risk is 1 − accuracy).
     """
     conf, corr = _paired(confidence, correct)
-    order = np.argsort(-conf, kind="stable")
-    n = len(conf)
-    answered = np.arange(1, n + 1)
-    return {"coverage": answered / n, "accuracy": np.cumsum(corr[order]) / answered,
-            "threshold": conf[order]}
+    _reject_nan(conf, "confidence")
+    thresholds, block, size = _tied_blocks(conf)
+    answered = np.cumsum(size)
+    right = np.cumsum(np.bincount(block, weights=corr))
+    return {"coverage": answered / len(conf), "accuracy": right / answered, "threshold": thresholds}
 
 
 def aurc(confidence: Sequence[float], correct: Sequence[float]) -> float:
-    """Area under the risk–coverage curve: mean selective risk over all coverages (lower = better)."""
+    """Area under the risk–coverage curve (lower = better): AURC = Σ_j (c_j − c_{j−1}) · risk_j.
+
+    c_j and risk_j are the coverage and risk at the j-th distinct threshold (c_0 = 0): the mean
+    risk over thresholds weighted by the coverage each adds. Without ties this is the mean
+    selective risk over coverages 1/n … n/n; a tie contributes only its end point, e.g. two tied
+    rows, one right, give 0.5 in either order.
+    """
     curve = risk_coverage(confidence, correct)
-    return float(np.mean(1.0 - curve["accuracy"]))
+    coverage_added = np.diff(curve["coverage"], prepend=0.0)
+    return float(coverage_added @ (1.0 - curve["accuracy"]))
+
+
+def excess_aurc(confidence: Sequence[float], correct: Sequence[float]) -> float:
+    """E-AURC: AURC minus that of an oracle confidence ranking every right answer above every
+    wrong one (Geifman et al., 2019), so a curve is judged by its shape, not the base accuracy.
+    0 is a perfect ranking; a random confidence expects about the base risk minus the oracle's."""
+    ranked = np.sort(np.asarray(correct, dtype=float))[::-1]  # the oracle: all right answers first
+    answered = np.arange(1, len(ranked) + 1)
+    oracle = float(np.mean(np.cumsum(1.0 - ranked) / answered))  # strict order: no tied blocks
+    return aurc(confidence, correct) - oracle
 
 
 def accuracy_at_coverage(confidence: Sequence[float], correct: Sequence[float],
                          coverage: float) -> float:
-    """Selective accuracy when answering the ``coverage`` fraction with highest confidence."""
+    """Selective accuracy at the highest threshold that answers at least ``coverage`` of the rows.
+
+    With ties the coverage actually reached can exceed the one asked for (tied rows move together).
+    """
     if not 0 < coverage <= 1:
         raise ValueError(f"coverage must be in (0, 1], got {coverage}")
     curve = risk_coverage(confidence, correct)
-    k = max(1, int(round(coverage * len(curve["coverage"]))))
-    return float(curve["accuracy"][k - 1])
+    # the tolerance lets a coverage written as, say, 0.1 * 3 still land on 3/10
+    point = int(np.argmax(curve["coverage"] >= coverage - 1e-12))
+    return float(curve["accuracy"][point])
 
 
 def expected_calibration_error(confidence: Sequence[float], correct: Sequence[float],
@@ -118,14 +179,23 @@ def expected_calibration_error(confidence: Sequence[float], correct: Sequence[fl
 
 
 def mcnemar(correct_a: Sequence[float], correct_b: Sequence[float]) -> dict[str, float]:
-    """Exact McNemar test on paired correctness (statsmodels); b/c are the discordant counts."""
-    from statsmodels.stats.contingency_tables import mcnemar as _mcnemar
+    """Exact McNemar test on paired 0/1 correctness: two-sided binomial test of the discordant pairs.
+
+    ``a_only`` / ``b_only`` count the rows only A / only B got right; under H0 each discordant pair
+    is A's with probability 1/2, so p = min(1, 2 · P(Bin(a_only + b_only, 1/2) ≤ min(a_only, b_only))),
+    as statsmodels' ``mcnemar(table, exact=True)``. NaN (e.g. a row lost in a reindex) is an error.
+    """
+    from scipy.stats import binom
 
     a, b = _paired(correct_a, correct_b)
-    a, b = a.astype(bool), b.astype(bool)
-    table = [[int(np.sum(a & b)), int(np.sum(a & ~b))], [int(np.sum(~a & b)), int(np.sum(~a & ~b))]]
-    result = _mcnemar(table, exact=True)
-    return {"a_only": table[0][1], "b_only": table[1][0], "p_value": float(result.pvalue)}
+    for name, values in (("correct_a", a), ("correct_b", b)):
+        _reject_nan(values, name)
+        not_binary = values[(values != 0) & (values != 1)]
+        if len(not_binary):
+            raise ValueError(f"{name} must hold only 0/1/True/False, got {not_binary[0]:g}")
+    a_only, b_only = int(np.sum((a == 1) & (b == 0))), int(np.sum((a == 0) & (b == 1)))
+    p_value = min(1.0, 2 * float(binom.cdf(min(a_only, b_only), a_only + b_only, 0.5)))
+    return {"a_only": a_only, "b_only": b_only, "p_value": p_value}
 
 
 def format_p(p: float, relation: bool = False) -> str:
@@ -138,15 +208,63 @@ def format_p(p: float, relation: bool = False) -> str:
 
 def bootstrap_ci(values: Sequence[float], n_resamples: int = 2000, confidence: float = 0.95,
                  seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the mean (scipy)."""
+    """Percentile bootstrap confidence interval of the mean, resampling rows (scipy)."""
+    return cluster_bootstrap_ci(values, np.arange(len(values)), n_resamples, confidence, seed)
+
+
+def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, n_resamples: int = 2000,
+                         confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean, resampling whole clusters (e.g. questions).
+
+    Use it when rows are not independent (several rewrites of one question): each resample draws
+    clusters with replacement and takes the mean over all their rows. Clusters are numbered in order
+    of first appearance, so with one row per cluster it reproduces ``bootstrap_ci`` for the same
+    seed. For a question-level paired comparison, pass the per-row differences ``a - b``.
+    A single cluster, or identical values, gives the degenerate interval (mean, mean).
+    """
     from scipy.stats import bootstrap
 
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2 or np.all(values == values[0]):
+    values, clusters = np.asarray(values, dtype=float), np.asarray(clusters)
+    if values.ndim != 1 or clusters.shape != values.shape:
+        raise ValueError(f"expected values and clusters of equal length, got {values.shape} and "
+                         f"{clusters.shape}")
+    if len(values) == 0:
+        raise ValueError("a bootstrap needs at least one value, got none")
+    _reject_nan(values, "values")
+    _, first_row, cluster_of_row = np.unique(clusters, return_index=True, return_inverse=True)
+    cluster_of_row = np.argsort(np.argsort(first_row))[cluster_of_row]
+    sums, sizes = np.bincount(cluster_of_row, weights=values), np.bincount(cluster_of_row)
+    if len(sizes) < 2 or np.all(values == values[0]):
         return float(values.mean()), float(values.mean())
-    result = bootstrap((values,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
-                       method="percentile", random_state=seed)
+
+    def pooled_mean(drawn: np.ndarray, axis: int = -1) -> np.ndarray:
+        return sums[drawn].sum(axis=axis) / sizes[drawn].sum(axis=axis)
+
+    result = bootstrap((np.arange(len(sizes)),), pooled_mean, n_resamples=n_resamples,
+                       confidence_level=confidence, method="percentile", vectorized=True,
+                       random_state=seed)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _gold_answers(answers: Iterable[str]) -> list[str]:
+    # a bare string would otherwise be read as a list of one-character answers
+    if isinstance(answers, (str, bytes)):
+        raise TypeError(f"answers must be a collection of strings, not a bare "
+                        f"{type(answers).__name__} ({answers!r:.40}); wrap it in a list")
+    return list(answers)
+
+
+def _tied_blocks(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct scores, highest first; each item's block (index into them); each block's size."""
+    negated, block, size = np.unique(-scores, return_inverse=True, return_counts=True)
+    return -negated, block, size
+
+
+def _reject_nan(values: np.ndarray, name: str) -> None:
+    missing = int(np.isnan(values).sum())
+    if missing:
+        raise ValueError(f"{name} holds {missing} NaN value(s) (a row missing after a join?); "
+                         f"drop or fill them first")
 
 
 def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:

@@ -85,15 +85,21 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(tmp_path, monkeypatc
     assert (history["split"] == "val").sum() == 3
     scorer = CriticScorer(model_dir)
     corpus = mini_corpus()
+    pairs = [([r.text] * 2, [corpus[q.gold_ids[0]].content, corpus[r.premise_ids[0]].content])
+             for q in pipeline.train_questions(cfg) for r in mini_rewrites()
+             if r.question_id == q.id and r.premise_ids]
     wins = []
-    for q in pipeline.train_questions(cfg):
-        for r in mini_rewrites():
-            if r.question_id == q.id and r.premise_ids:
-                gold, premise = scorer.score([r.text] * 2, [corpus[q.gold_ids[0]].content,
-                                                            corpus[r.premise_ids[0]].content])
-                wins.append(gold > premise)
+    for pair in pairs:
+        gold, premise = scorer.score(*pair)
+        wins.append(gold > premise)
     print(f"gold above premise in {np.mean(wins):.0%} of {len(wins)} pairs")
     assert np.mean(wins) > 0.5, f"gold above premise in {np.mean(wins):.0%} of {len(wins)} pairs"
+    # validating the pipeline's shared scorer leaves it in eval mode: same scores after as before
+    shared = pipeline.critic_scorer(cfg, "corm")
+    before = shared.score(*pairs[0])
+    pipeline.compare_on_validation(cfg, ["corm"])
+    assert not shared.model.training
+    np.testing.assert_array_equal(shared.score(*pairs[0]), before)
     # a second call reuses the checkpoint instead of retraining
     stamp = (model_dir / "head.pt").stat().st_mtime_ns
     assert pipeline.train_critic(cfg, "corm") == model_dir

@@ -4,8 +4,9 @@ import pytest
 
 from robustkit.baselines import ABSTAIN, FirstStage
 from robustkit.corm import experiments as ex
+from robustkit.corm import settings
 from robustkit.corm.rag import RiskAwareRAG, select_context
-from robustkit.data import Corpus, Passage
+from robustkit.data import PERTURBATION_TYPES, Corpus, Passage
 from robustkit.methods import Query
 from robustkit.retrieval import Hit
 
@@ -133,3 +134,45 @@ def test_tiny_test_set_rotates_one_rewrite_per_question():
     assert [r.question_id for r in rewrites] == [q.id for q in questions]
     counts = Counter(r.type for r in rewrites)
     assert max(counts.values()) - min(counts.values()) <= 1 and len(counts) == 3
+
+
+def _biased_results(correct_by_method: dict[str, list[int]], rewrites_per_question: int = 1):
+    """A results table as run_methods returns it: biased rows only, one per (question, rewrite)."""
+    rows = [{"method": method, "condition": "biased", "question_id": f"q{i // rewrites_per_question}",
+             "type": PERTURBATION_TYPES[i % rewrites_per_question], "correct": c}
+            for method, values in correct_by_method.items() for i, c in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+def test_significance_is_question_level_and_names_its_reference():
+    results = _biased_results({"corm": [1, 1, 1, 0, 1, 1], "dense": [0, 0, 1, 0, 0, 1]})
+    tests = ex.significance(results)
+    assert tests.loc[0, ["reference", "vs", "n", "only reference right", "only other right"]].tolist() \
+        == ["corm", "dense", 6, 3, 0]
+    assert tests.loc[0, "p"] == pytest.approx(0.25)  # exact: 2 * 0.5**3
+    with pytest.raises(ValueError, match="several biased queries per question"):
+        ex.significance(_biased_results({"corm": [1, 0, 1, 0], "dense": [0, 0, 1, 1]}, rewrites_per_question=2))
+
+
+def test_table1_interval_resamples_questions_not_rewrites():
+    # three rewrites of each question, all right or all wrong: 4 questions, not 12 observations
+    per_question = [1, 0, 1, 1]
+    clustered = ex.table1(_biased_results({"corm": [c for c in per_question for _ in range(3)]}, 3))
+    independent = ex.table1(_biased_results({"corm": [c for c in per_question for _ in range(3)]}, 1))
+    assert clustered.loc[0, "biased accuracy"] == independent.loc[0, "biased accuracy"] == 75.0
+    assert _ci_width(clustered) > _ci_width(independent)
+
+
+def _ci_width(table) -> float:
+    low, high = map(float, table.loc[0, "biased 95% CI"].split("–"))
+    return high - low
+
+
+def test_llm_rerank_subset_is_the_biased_queries_of_a_seeded_sample():
+    cfg = settings("tiny")
+    queries = ex.test_queries(cfg)
+    subset = ex.llm_rerank_subset(cfg, queries)
+    assert set(subset["condition"]) == {"biased"}
+    assert subset["question_id"].nunique() == len(subset) == cfg.llm_rerank_questions
+    assert subset.equals(ex.llm_rerank_subset(cfg, queries))  # the seed decides, not the call
+    assert len(ex.llm_rerank_subset(settings(cfg, llm_rerank_questions=0), queries)) == len(queries)

@@ -25,8 +25,8 @@ class CormConfig:
     epochs: int
     batch_groups: int
     lr: float
-    llm_rerank_questions: int  # test questions LLM-rerank is evaluated on (0 = all): one 135M
-    #                            forward pass per candidate is the costliest baseline by far
+    llm_rerank_questions: int  # test questions whose biased query LLM-rerank answers (0 = every
+    #                            query): one 135M pass per candidate is the costliest baseline
 
     def __post_init__(self):
         for f in fields(self):

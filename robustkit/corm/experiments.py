@@ -17,17 +17,20 @@ import pandas as pd
 
 from robustkit import methods as kit_methods
 from robustkit import resources
-from robustkit.baselines import CrossEncoderReranker, FirstStage, LLMReranker, RerankedRAG
+from robustkit.baselines import (CrossEncoderReranker, FirstStage, LLMReranker, RandomOrder,
+                                 RerankedRAG)
 from robustkit.corm import paper, pipeline
 from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.rag import RiskAwareRAG
 from robustkit.data.records import PERTURBATION_TYPES, has_answer
 from robustkit.methods import Query
-from robustkit.metrics import (accuracy_at_coverage, aurc, bootstrap_ci, expected_calibration_error,
-                               first_relevant_rank, format_p, mcnemar, recall_at_k, risk_coverage)
+from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci,
+                               excess_aurc, expected_calibration_error, first_relevant_rank, format_p, mcnemar,
+                               recall_at_k, risk_coverage)
 
-METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "relevance-ce": "relevance CE",
-                 "pa-ce": "PA-CE", "llm-rerank": "LLM-rerank", "corm": "CoRM critic"}
+METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "random": "random order",
+                 "relevance-ce": "relevance CE", "pa-ce": "PA-CE", "llm-rerank": "LLM-rerank",
+                 "corm": "CoRM critic"}
 
 
 def test_queries(cfg: CormConfig | None = None) -> pd.DataFrame:
@@ -47,10 +50,11 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
            gamma: float | None = None) -> RerankedRAG:
     """One method by name, over the scale's corpus, dense candidates and reader.
 
-    ``bm25`` and ``dense``: the first stage alone; ``llm-rerank``: the reader judging each
-    candidate; any critic variant of ``pipeline.CRITIC_VARIANTS`` (trained on demand): that
-    cross-encoder reranking — CoRM's variants through Algorithm 1 (``RiskAwareRAG``, γ = None
-    is forced generation), the relevance CE and PA-CE as plain reranked RAG.
+    ``bm25`` and ``dense``: the first stage alone; ``random``: the dense candidates in a random
+    order; ``llm-rerank``: the reader judging each candidate; any critic variant of
+    ``pipeline.CRITIC_VARIANTS`` (trained on demand): that cross-encoder reranking — CoRM's
+    variants through Algorithm 1 (``RiskAwareRAG``, γ = None is forced generation), the
+    relevance CE and PA-CE as plain reranked RAG.
     """
     cfg = settings(cfg)
     scale, reader = cfg.scale, resources.generator_for(cfg.scale)
@@ -61,6 +65,8 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
         return RerankedRAG(resources.bm25_for(scale), FirstStage(name), reader, corpus, **common)
     if name == "dense":
         return RerankedRAG(dense, FirstStage(name), reader, corpus, **common)
+    if name == "random":  # the dense top-M in a seeded random order
+        return RerankedRAG(dense, RandomOrder(scale.seed), reader, corpus, **common)
     if name == "llm-rerank":
         return RerankedRAG(dense, LLMReranker(reader, scale.max_passage_words), reader, corpus, **common)
     reranker = CrossEncoderReranker(name, pipeline.critic_scorer(cfg, name))
@@ -74,9 +80,9 @@ def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFr
     """Forced generation (γ off) for every named method and query; one row per (method, query),
     with where the first gold-bearing passage landed in each ranking.
 
-    LLM-rerank answers only the queries of ``cfg.llm_rerank_questions`` test questions (a
-    seeded sample; all when 0), so its rows — and every paired comparison with it — cover that
-    subset, as the tables' n columns say.
+    LLM-rerank answers only the biased queries of ``cfg.llm_rerank_questions`` test questions
+    (a seeded sample; every query when 0), so its rows — and every paired comparison with it —
+    cover that subset, as the tables' n columns say.
     """
     cfg = settings(cfg)
     corpus = resources.corpus_for(cfg.scale)
@@ -93,13 +99,15 @@ def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFr
 
 
 def llm_rerank_subset(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
-    """The queries of the ``cfg.llm_rerank_questions`` test questions LLM-rerank is run on."""
+    """The queries LLM-rerank is run on: all when ``cfg.llm_rerank_questions`` is 0, else the
+    biased queries of that many sampled test questions (the paper reports its biased accuracy
+    only, and each query costs one 135M pass per candidate)."""
     cfg = settings(cfg)
     ids = sorted(queries["question_id"].unique())
-    if not cfg.llm_rerank_questions or cfg.llm_rerank_questions >= len(ids):
+    if not cfg.llm_rerank_questions:
         return queries
-    chosen = set(resources.sample(ids, cfg.llm_rerank_questions, cfg.scale.seed))
-    return queries[queries["question_id"].isin(chosen)]
+    chosen = set(resources.sample(ids, min(cfg.llm_rerank_questions, len(ids)), cfg.scale.seed))
+    return queries[queries["question_id"].isin(chosen) & (queries["condition"] == "biased")]
 
 
 def rerank_latency(cfg: CormConfig | None, names: Sequence[str], queries: Sequence[str]) -> pd.DataFrame:
@@ -140,12 +148,14 @@ def critic_scores(cfg: CormConfig | None, query: str, passages: dict, variants: 
 
 
 def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Accuracy on clean and biased queries (95% bootstrap CI), robustness gap, latency."""
+    """Accuracy on clean and biased queries, robustness gap, latency. The 95% CI is a percentile
+    bootstrap that resamples questions, so several rewrites of one question count once."""
     rows = []
     for method, frame in results.groupby("method", sort=False):
         clean = frame.loc[frame["condition"] == "clean", "correct"]
-        biased = frame.loc[frame["condition"] == "biased", "correct"]
-        low, high = bootstrap_ci(biased.to_numpy())
+        biased = frame[frame["condition"] == "biased"]
+        low, high = cluster_bootstrap_ci(biased["correct"].to_numpy(), biased["question_id"].to_numpy())
+        biased = biased["correct"]
         rows.append({"method": METHOD_LABELS.get(method, method), "key": method,
                      "clean accuracy": 100 * clean.mean(), "biased accuracy": 100 * biased.mean(),
                      "biased 95% CI": f"{100 * low:.1f}–{100 * high:.1f}",
@@ -159,11 +169,18 @@ def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.Dat
 
 
 def significance(results: pd.DataFrame, reference: str = "corm") -> pd.DataFrame:
-    """Exact McNemar test of the reference method against every other, on the biased queries
+    """Exact McNemar test of the reference method against every other, on the biased questions
     both answered: the discordant counts (only the reference right / only the other right), n
-    and the p-value."""
+    and the p-value, uncorrected for the number of comparisons (one per row).
+
+    The question is the unit: each question must have one biased query (the kit's protocol),
+    else the pairs would not be independent."""
     keys = ["question_id", "type"]
     biased = results[results["condition"] == "biased"]
+    repeated = biased.groupby("method")["question_id"].apply(lambda ids: ids.duplicated().any())
+    if repeated.any():
+        raise ValueError(f"methods {sorted(repeated[repeated].index)} have several biased queries per "
+                         "question; a question-level McNemar needs one (use cluster_bootstrap_ci)")
     ref = biased[biased["method"] == reference].set_index(keys)["correct"].rename("ref")
     rows = []
     for method, frame in biased.groupby("method", sort=False):
@@ -172,16 +189,16 @@ def significance(results: pd.DataFrame, reference: str = "corm") -> pd.DataFrame
         pairs = pd.concat([ref, frame.set_index(keys)["correct"].rename("other")], axis=1,
                           join="inner")
         test = mcnemar(pairs["ref"].to_numpy(), pairs["other"].to_numpy())
-        rows.append({"vs": method, "n": len(pairs), "only reference right": test["a_only"],
-                     "only other right": test["b_only"], "p": test["p_value"],
-                     "p (exact McNemar)": format_p(test["p_value"])})
+        rows.append({"reference": reference, "vs": method, "n": len(pairs),
+                     "only reference right": test["a_only"], "only other right": test["b_only"],
+                     "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
     return pd.DataFrame(rows)
 
 
 def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm", "relevance-ce"),
                         condition: str = "biased") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Selective accuracy vs coverage as γ sweeps (answer the most confident first), and per
-    method AURC, ECE and accuracy at 80% / 50% coverage."""
+    method AURC, E-AURC (AURC above an oracle ranking's), ECE and accuracy at 80% / 50% coverage."""
     curves, summary = [], []
     for method in methods:
         frame = results[(results["method"] == method) & (results["condition"] == condition)]
@@ -189,17 +206,20 @@ def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm",
         curve = pd.DataFrame(risk_coverage(conf, correct)).assign(method=method)
         curves.append(curve)
         summary.append({"method": method, "AURC": aurc(conf, correct),
+                        "E-AURC": excess_aurc(conf, correct),
                         "ECE": expected_calibration_error(conf, correct),
                         "acc@100%": correct.mean(), "acc@80%": accuracy_at_coverage(conf, correct, 0.8),
                         "acc@50%": accuracy_at_coverage(conf, correct, 0.5), "n": len(frame)})
     return pd.concat(curves, ignore_index=True), pd.DataFrame(summary).round(3)
 
 
-def recall_table(results: pd.DataFrame, methods: Sequence[str] = ("dense", "relevance-ce", "corm"),
+def recall_table(results: pd.DataFrame,
+                 methods: Sequence[str] = ("dense", "random", "relevance-ce", "corm"),
                  condition: str = "biased") -> pd.DataFrame:
-    """Recall@k (k = 1…M) of a gold-bearing passage, on queries whose pool contains one."""
+    """Recall@k (k = 1…M) of a gold-bearing passage, on queries whose pool contains one (the hit
+    rate, success@k); methods absent from ``results`` are left out."""
     rows = []
-    for method in methods:
+    for method in [m for m in methods if m in set(results["method"])]:
         frame = results[(results["method"] == method) & (results["condition"] == condition)]
         frame = frame[frame["gold_ids_ranked"].map(len) > 0]
         depth = max(len(r) for r in frame["ranked_ids"])
@@ -269,7 +289,10 @@ def findings(table: pd.DataFrame, tests: pd.DataFrame, coverage: pd.DataFrame, s
     by_key = table.set_index("key")
     corm = by_key.loc["corm"]
     lines = [f"CoRM critic: {corm['clean accuracy']:.1f}% clean, {corm['biased accuracy']:.1f}% biased "
-             f"(95% CI {corm['biased 95% CI']}), robustness gap {corm['robustness gap']:.1f} points."]
+             f"(95% CI {corm['biased 95% CI']}, by question), robustness gap "
+             f"{corm['robustness gap']:.1f} points.",
+             f"Reference CoRM critic against {len(tests)} methods: exact McNemar at question level, "
+             f"uncorrected (with Bonferroni the level would be {0.05 / max(len(tests), 1):.3g})."]
     for _, row in tests.iterrows():
         other = by_key.loc[row["vs"]]
         better = "better" if row["only reference right"] > row["only other right"] else "worse"

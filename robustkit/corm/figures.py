@@ -80,41 +80,63 @@ def plot_training(history: pd.DataFrame, *, scale: str, name: str | None = "crit
 # --- Table 1 and Figures 3–7 ---------------------------------------------------------------
 
 def plot_table1(table: pd.DataFrame, *, scale: str, name: str | None = "corm_table1"):
-    """Clean and biased accuracy per method (kit), with the paper's biased accuracy beside."""
+    """Clean and biased accuracy per method with the biased 95% CI, and the paper's biased
+    accuracy as labelled markers on the same axis (systems the kit does not run are named below)."""
     set_style()
-    kit = table.melt(id_vars=["method"], value_vars=["clean accuracy", "biased accuracy"],
-                     var_name="condition", value_name="accuracy")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8), width_ratios=[1.2, 1],
-                                      layout="constrained")  # keeps the right panel's labels clear
-    sns.barplot(data=kit, y="method", x="accuracy", hue="condition", ax=left,
-                palette=[PALETTE["clean"], PALETTE["biased"]])
-    left.set(title=f"kit (scale {scale}, n={int(table['n biased'].iloc[0])} biased queries)",
-             xlabel="accuracy (%)", ylabel="")
-    sns.barplot(data=paper.TABLE1, y="method", x="biased accuracy", color=PAPER, ax=right)
-    right.set(title="paper: Biased-NQ (published numbers)", xlabel="biased accuracy (%)", ylabel="")
-    fig.suptitle("CoRM-RAG Table 1: accuracy under biased questions")
+    low, high = zip(*(map(float, ci.split("–")) for ci in table["biased 95% CI"]))
+    kit = table[["method", "key", "clean accuracy", "biased accuracy"]].assign(
+        **{"biased CI low": low, "biased CI high": high})
+    published = paper.TABLE1.dropna(subset=["key"]).merge(kit[["key"]].reset_index(), on="key")
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(kit) + 1.4))
+    rows = np.arange(len(kit))
+    ax.barh(rows - 0.2, kit["clean accuracy"], height=0.4, color=PALETTE["clean"], label="kit, clean")
+    ax.barh(rows + 0.2, kit["biased accuracy"], height=0.4, color=PALETTE["biased"],
+            xerr=[kit["biased accuracy"] - kit["biased CI low"], kit["biased CI high"] - kit["biased accuracy"]],
+            error_kw={"ecolor": "black", "elinewidth": 1, "capsize": 3}, label="kit, biased (95% CI)")
+    ax.scatter(published["biased accuracy"], published["index"] + 0.2, marker="D", s=50, color="black",
+               zorder=3, label="paper, biased (Biased-NQ)")
+    for _, row in published.iterrows():
+        ax.annotate(f"{row['method']} {row['biased accuracy']:.1f}", (row["biased accuracy"], row["index"] + 0.2),
+                    xytext=(5, 4), textcoords="offset points", fontsize=7, color="dimgray",
+                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+    n, n_max = table["n biased"].astype(int), int(table["n biased"].max())
+    ax.set_yticks(rows, [m if k == n_max else f"{m} (n = {k})" for m, k in zip(kit["method"], n)])
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 100), xlabel="accuracy (%)",
+           title=f"CoRM-RAG Table 1 (scale {scale}, n = {n_max} questions per condition)")
+    others = paper.TABLE1[paper.TABLE1["key"].isna()]
+    ax.text(0.99, -0.16 - 0.5 / len(kit), "paper systems not run here: " + ", ".join(
+        f"{m} {a:.1f}" for m, a in zip(others["method"], others["biased accuracy"])),
+        transform=ax.transAxes, ha="right", fontsize=7, color="dimgray")
+    ax.legend(fontsize=8, loc="lower right")
     if name:
-        save(fig, name, pd.concat([table, paper.TABLE1], ignore_index=True))
+        plotted = pd.concat([kit.assign(source="kit"), paper.TABLE1], ignore_index=True)
+        save(fig, name, plotted)
     return fig
 
 
 def plot_risk_coverage(curves: pd.DataFrame, summary: pd.DataFrame, *, scale: str,
                        name: str | None = "corm_fig3_risk_coverage"):
-    """Selective accuracy vs coverage as γ sweeps; the paper's published points marked."""
+    """Selective accuracy vs coverage as γ sweeps, each beside what a random confidence would
+    give (its base accuracy); the paper's published points marked."""
     set_style()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
+    fig, ax = plt.subplots(figsize=(7, 5.2), layout="constrained")
     for method, curve in curves.groupby("method", sort=False):
         row = summary.set_index("method").loc[method]
-        ax.plot(curve["coverage"], curve["accuracy"],
-                label=f"{method} (AURC {row['AURC']:.3f}, ECE {row['ECE']:.3f})")
+        line, = ax.plot(curve["coverage"], curve["accuracy"], label=f"{method} (AURC {row['AURC']:.3f}, "
+                        f"E-AURC {row['E-AURC']:.3f}, ECE {row['ECE']:.3f})")
+        # a confidence unrelated to correctness keeps the base accuracy at every coverage
+        ax.axhline(row["acc@100%"], color=line.get_color(), ls=":", lw=1,
+                   label=f"{method}, random confidence")
     points = [(1.0, paper.FULL_COVERAGE), *paper.RISK_COVERAGE]
     ax.scatter(*zip(*points), marker="*", s=160, color="black", zorder=3, label="paper: CoRM-RAG")
     ax.set_xlabel("coverage (share of questions answered)")
     ax.set_ylabel("selective accuracy")
     ax.set_title(f"Fig. 3 risk–coverage on biased queries (scale {scale}, n={int(summary['n'].iloc[0])})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # clear of the curves
     if name:
-        save(fig, name, curves)
+        level = summary[["method", "acc@100%"]].rename(columns={"acc@100%": "random-confidence accuracy"})
+        save(fig, name, curves.merge(level, on="method"))
     return fig
 
 
@@ -123,13 +145,16 @@ def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dic
                           name: str | None = "corm_fig4_recall_ranks"):
     """(a) Recall@k of gold-bearing passages, log k; (b) paired first-gold ranks, x vs y."""
     set_style()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-    sns.lineplot(data=recall, x="k", y="recall", hue="method", ax=left)
-    for method, points in paper.RECALL.items():
-        left.scatter(list(points), list(points.values()), marker="*", s=120,
-                     label=f"paper: {method}", zorder=3)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.6), layout="constrained")
+    methods = list(dict.fromkeys(recall["method"]))
+    colours = dict(zip(methods, sns.color_palette(n_colors=len(methods))))
+    sns.lineplot(data=recall, x="k", y="recall", hue="method", palette=colours, ax=left)
+    for method, points in paper.RECALL.items():  # each paper marker in its kit method's colour
+        left.scatter(list(points), list(points.values()), marker="*", s=140, zorder=3,
+                     color=colours.get(method, PAPER), edgecolor="black", label=f"paper: {method}")
     left.set_xscale("log")
-    left.set_title(f"(a) Recall@k on biased queries with gold in the pool (n={int(recall['n'].iloc[0])})")
+    left.set_title(f"(a) Recall@k, biased queries with gold in the pool (n={int(recall['n'].iloc[0])})",
+                   fontsize=10)
     left.legend(fontsize=8)
     jitter = np.random.default_rng(0).uniform(-0.12, 0.12, size=(2, len(pairs)))
     right.scatter(pairs[x] * np.exp(jitter[0]), pairs[y] * np.exp(jitter[1]), alpha=0.5, s=18)
@@ -140,11 +165,11 @@ def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dic
     right.set_xlabel(f"first gold rank, {x}")
     right.set_ylabel(f"first gold rank, {y}")
     right.set_title(f"(b) {y} better {shares[f'{y} better']:.1%} / {x} better "
-                    f"{shares[f'{x} better']:.1%} / tie {shares['tie']:.1%} (n={shares['n']})")
+                    f"{shares[f'{x} better']:.1%} / tie {shares['tie']:.1%} (n={shares['n']})", fontsize=10)
     right.text(0.98, 0.02, "paper: critic better {critic better:.1%} / CE better {CE better:.1%} / "
                "tie {tie:.1%}".format(**paper.PAIRED), transform=right.transAxes, ha="right",
                fontsize=8, color="dimgray")
-    fig.suptitle(f"Fig. 4 (scale {scale})", y=1.02)
+    fig.suptitle(f"Fig. 4 (scale {scale})")
     if name:
         save(fig, name, recall)
     return fig

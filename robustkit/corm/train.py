@@ -99,10 +99,21 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     return rows
 
 
-@torch.no_grad()
 def evaluate(model: EvidenceCritic, data: GroupDataset, criterion, batch_groups: int = 32) -> dict:
-    """Held-out loss, NDCG@3 (gains = teacher utilities) and MRR of the first useful passage."""
+    """Held-out loss, NDCG@3 (gains = teacher utilities) and MRR of the first useful passage.
+
+    The model is left in the mode it came in: a scorer's model evaluated here must not come
+    back with dropout switched on."""
+    was_training = model.training
     model.eval()
+    try:
+        return _evaluate(model, data, criterion, batch_groups)
+    finally:
+        model.train(was_training)
+
+
+@torch.no_grad()
+def _evaluate(model: EvidenceCritic, data: GroupDataset, criterion, batch_groups: int) -> dict:
     device = next(model.parameters()).device
     losses, ndcgs, mrrs = [], [], []
     loader = torch.utils.data.DataLoader(data, batch_size=batch_groups, collate_fn=data.collate)
@@ -115,7 +126,6 @@ def evaluate(model: EvidenceCritic, data: GroupDataset, criterion, batch_groups:
                            batch["mask"].cpu().numpy()):
             ndcgs.append(ndcg_at_k(z[m], s[m], 3))
             mrrs.append(mrr(z[m], s[m]))
-    model.train()
     return {"loss": float(np.mean(losses)), "ndcg@3": float(np.mean(ndcgs)),
             "mrr": float(np.mean(mrrs))}
 

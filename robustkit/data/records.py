@@ -90,11 +90,20 @@ def normalize_answer(text: str) -> str:
 def contains_answer(text: str, answers: Iterable[str]) -> bool:
     """True when any normalised answer occurs in the normalised text as whole words.
 
-    Possessives are dropped first, so "Shakespeare's plays" contains "Shakespeare".
+    Both sides are compared twice: with SQuAD normalisation alone, so whatever exact match accepts
+    is contained too ("Oceans Eleven" / "Ocean's Eleven"), and with possessives dropped after
+    lower-casing, so "Shakespeare's plays" contains "Shakespeare" and "NASA'S budget" "NASA".
     """
-    haystack = f" {normalize_answer(_POSSESSIVE.sub('', text))} "
-    needles = (normalize_answer(_POSSESSIVE.sub("", a)) for a in answers)
-    return any(f" {a} " in haystack for a in needles if a)
+    answers = list(answers)
+    for normalise in (normalize_answer, _normalize_without_possessives):
+        haystack = f" {normalise(text)} "
+        if any(f" {needle} " in haystack for needle in map(normalise, answers) if needle):
+            return True
+    return False
+
+
+def _normalize_without_possessives(text: str) -> str:
+    return normalize_answer(_POSSESSIVE.sub("", text.lower()))  # lower first: "NASA'S" -> "nasa"
 
 
 def has_answer(passage: Passage | str, answers: Iterable[str]) -> bool:
