@@ -4,6 +4,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from robustkit.config import SCALES, OfflineModelError
+
+# errors whose message already says what is wrong and where (a bug still shows its traceback)
+KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError)
+
 METHODS = ("corm",)  # FVA-RAG, CounterRefine and AlignRAG join as their folders land
 
 
@@ -13,14 +18,23 @@ def main(argv=None) -> int:
     run = sub.add_parser("run", help="a method end to end at a scale (CoRM-RAG: perturb, label, "
                          "distil the critics, evaluate; Table 1, Fig. 3-4)")
     run.add_argument("method", nargs="?", default="corm", choices=METHODS)
-    run.add_argument("--scale", help="tiny | small | colab | paper (default: $ROBUSTKIT_SCALE)")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny "
+                     "(colab on a GPU)")
+    run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--no-llm-rerank", action="store_true", help="skip the slow LLM-rerank baseline")
     sub.add_parser("bench", help="speed and memory of generator, cache, retrieval, model load")
     gap = sub.add_parser("gap", help="the relevance-robustness gap on data/mini")
     gap.add_argument("--retriever", default="dense", choices=["bm25", "dense", "hybrid"])
     gap.add_argument("--split", default="test", choices=["train", "test", "all"])
     args = parser.parse_args(argv)
+    try:
+        _dispatch(args)
+    except KIT_ERRORS as err:  # the kit's messages name the culprit: no traceback to read through
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    return 0
+
+
+def _dispatch(args) -> None:
     if args.command == "run":
         from robustkit import config
         from robustkit.corm import run as corm_run
@@ -33,7 +47,12 @@ def main(argv=None) -> int:
         bench()
     elif args.command == "gap":
         _gap(args.retriever, args.split)
-    return 0
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"the seed must be an integer >= 0, got {text!r}")
+    return int(text)
 
 
 def _gap(kind: str, split: str) -> None:

@@ -14,6 +14,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
 from robustkit.methods import Answer, Query
 from robustkit.reader import answer_with_context
@@ -113,8 +114,9 @@ class RerankedRAG:
 
     def __init__(self, retriever, reranker: Reranker, generator, corpus: Corpus, *, m: int = 100,
                  c: int = 3, max_words: int = 80, name: str | None = None):
-        if c < 1:
-            raise ValueError(f"C (context size) must be >= 1, got {c}")
+        check_knob("C (context size)", c, integer=True, low=1)
+        check_knob("M (candidates)", m, integer=True, low=1)
+        check_knob("max_words", max_words, integer=True, low=1)
         if m < c:
             raise ValueError(f"M ({m}) must be >= C ({c}): the context is chosen among the candidates")
         self.retriever, self.reranker, self.generator, self.corpus = retriever, reranker, generator, corpus

@@ -13,6 +13,7 @@ and fails fast where none does.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import random
 import socket
@@ -28,6 +29,24 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def _check_positive(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+
+def check_knob(name: str, value, *, integer: bool = False, low: float | None = None,
+               high: float | None = None, low_open: bool = False) -> None:
+    """Refuse a knob outside its range before any model is loaded or file written.
+
+    ``integer``: must be an int (True/False are not); ``low``/``high``: inclusive bounds
+    (``low_open``: the low bound is excluded). NaN and infinities never pass (NaN compares
+    false with everything, so an unchecked one would slip through every ``<=`` test).
+    """
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)) \
+            or not math.isfinite(value):
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    if low is not None and (value <= low if low_open else value < low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value!r}")
 
 
 @dataclass(frozen=True)

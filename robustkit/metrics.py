@@ -62,13 +62,13 @@ def recall_at_k(ranked_ids: Sequence[str], relevant: Iterable[str], k: int) -> f
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got k={k}")
-    relevant = set(relevant)
+    relevant = set(_ids(relevant))
     return float(any(doc in relevant for doc in ranked_ids[:k]))
 
 
 def first_relevant_rank(ranked_ids: Sequence[str], relevant: Iterable[str]) -> int | None:
     """1-based rank of the first relevant id, or None when none is ranked."""
-    relevant = set(relevant)
+    relevant = set(_ids(relevant))
     return next((i + 1 for i, doc in enumerate(ranked_ids) if doc in relevant), None)
 
 
@@ -80,7 +80,7 @@ def ndcg_at_k(scores: Sequence[float], gains: Sequence[float], k: int) -> float:
     """
     if k <= 0:
         raise ValueError(f"k must be positive, got k={k}")
-    scores, gains = _paired(scores, gains)
+    scores, gains = _paired(scores, gains, ("scores", "gains"))
     discounts = np.zeros(len(gains))
     depth = min(k, len(gains))
     discounts[:depth] = 1.0 / np.log2(np.arange(2, depth + 2))
@@ -97,7 +97,7 @@ def mrr(scores: Sequence[float], gains: Sequence[float]) -> float:
 
     With tied scores this is the exact expectation over uniformly random orders of each tie.
     """
-    scores, gains = _paired(scores, gains)
+    scores, gains = _paired(scores, gains, ("scores", "gains"))
     _, block, size = _tied_blocks(scores)
     relevant = np.bincount(block, weights=gains > 0, minlength=len(size)).astype(int)
     blocks_with_hits = np.flatnonzero(relevant)
@@ -119,8 +119,7 @@ def risk_coverage(confidence: Sequence[float], correct: Sequence[float]) -> dict
     ``coverage`` (share of rows with confidence ≥ θ) and ``accuracy`` (mean correctness of those
     rows; risk is 1 − accuracy).
     """
-    conf, corr = _paired(confidence, correct)
-    _reject_nan(conf, "confidence")
+    conf, corr = _paired(confidence, correct, ("confidence", "correct"))
     thresholds, block, size = _tied_blocks(conf)
     answered = np.cumsum(size)
     right = np.cumsum(np.bincount(block, weights=corr))
@@ -156,18 +155,28 @@ def accuracy_at_coverage(confidence: Sequence[float], correct: Sequence[float],
 
     With ties the coverage actually reached can exceed the one asked for (tied rows move together).
     """
+    curve = risk_coverage(confidence, correct)
+    return float(curve["accuracy"][_coverage_point(curve, coverage)])
+
+
+def threshold_at_coverage(confidence: Sequence[float], coverage: float) -> float:
+    """The highest threshold θ with P(confidence ≥ θ) ≥ ``coverage``: the γ that answers at
+    least that share of the rows (more when rows tie at θ)."""
+    curve = risk_coverage(confidence, np.zeros(len(confidence)))
+    return float(curve["threshold"][_coverage_point(curve, coverage)])
+
+
+def _coverage_point(curve: dict, coverage: float) -> int:
     if not 0 < coverage <= 1:
         raise ValueError(f"coverage must be in (0, 1], got {coverage}")
-    curve = risk_coverage(confidence, correct)
     # the tolerance lets a coverage written as, say, 0.1 * 3 still land on 3/10
-    point = int(np.argmax(curve["coverage"] >= coverage - 1e-12))
-    return float(curve["accuracy"][point])
+    return int(np.argmax(curve["coverage"] >= coverage - 1e-12))
 
 
 def expected_calibration_error(confidence: Sequence[float], correct: Sequence[float],
                                n_bins: int = 10) -> float:
     """ECE = Σ_b (|B_b| / n) · |acc(B_b) − conf(B_b)| over equal-width confidence bins."""
-    conf, corr = _paired(confidence, correct)
+    conf, corr = _paired(confidence, correct, ("confidence", "correct"))
     if conf.min() < 0 or conf.max() > 1:
         raise ValueError("ECE needs confidences in [0, 1]")
     bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
@@ -187,9 +196,8 @@ def mcnemar(correct_a: Sequence[float], correct_b: Sequence[float]) -> dict[str,
     """
     from scipy.stats import binom
 
-    a, b = _paired(correct_a, correct_b)
+    a, b = _paired(correct_a, correct_b, ("correct_a", "correct_b"))
     for name, values in (("correct_a", a), ("correct_b", b)):
-        _reject_nan(values, name)
         not_binary = values[(values != 0) & (values != 1)]
         if len(not_binary):
             raise ValueError(f"{name} must hold only 0/1/True/False, got {not_binary[0]:g}")
@@ -254,6 +262,13 @@ def _gold_answers(answers: Iterable[str]) -> list[str]:
     return list(answers)
 
 
+def _ids(ids: Iterable[str]) -> Iterable[str]:
+    if isinstance(ids, (str, bytes)):  # "p-12" would be read as the ids "p", "-", "1", "2"
+        raise TypeError(f"relevant ids must be a collection of ids, not a bare "
+                        f"{type(ids).__name__} ({ids!r:.40}); wrap it in a list")
+    return ids
+
+
 def _tied_blocks(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct scores, highest first; each item's block (index into them); each block's size."""
     negated, block, size = np.unique(-scores, return_inverse=True, return_counts=True)
@@ -267,10 +282,16 @@ def _reject_nan(values: np.ndarray, name: str) -> None:
                          f"drop or fill them first")
 
 
-def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _paired(a: Sequence[float], b: Sequence[float],
+            names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """Two aligned 1-D float arrays, non-empty and free of NaN (a NaN would otherwise sort
+    somewhere arbitrary, or count as correct)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"expected two 1-D sequences of equal length, got {a.shape} and {b.shape}")
+        raise ValueError(f"expected {names[0]} and {names[1]} as two 1-D sequences of equal "
+                         f"length, got {a.shape} and {b.shape}")
     if len(a) == 0:
         raise ValueError("expected at least one item, got none")
+    _reject_nan(a, names[0])
+    _reject_nan(b, names[1])
     return a, b

@@ -11,7 +11,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from robustkit.config import (ModelSpec, Scale, cache_dir, get_scale, pick_device,
+from robustkit.config import (ModelSpec, Scale, cache_dir, check_knob, get_scale, pick_device,
                               quiet_model_loading, resolve_model)
 from robustkit.data.records import Corpus
 
@@ -172,6 +172,5 @@ def _check_search(queries: Sequence[str], k: int, corpus: Corpus) -> int:
     for i, query in enumerate(queries):
         if not isinstance(query, str):
             raise TypeError(f"query {i} is a {type(query).__name__}, expected str")
-    if not isinstance(k, int) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    check_knob("k", k, integer=True, low=1)
     return min(k, len(corpus))

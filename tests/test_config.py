@@ -58,7 +58,7 @@ def test_method_knobs_live_in_the_method_config():
     assert cfg.replace(k_perturbations=2).m_candidates == 20
     with pytest.raises(ValueError, match="unknown CoRM knob"):
         settings("tiny", kk=1)
-    with pytest.raises(ValueError, match="context_size must be > 0, got 0"):
+    with pytest.raises(ValueError, match="context_size must be >= 1, got 0"):
         settings("tiny", context_size=0)
     with pytest.raises(ValueError, match=r"M at inference \(2\) must be >= C \(3\)"):
         settings("tiny", m_inference=2, context_size=3)

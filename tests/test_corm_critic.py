@@ -47,12 +47,16 @@ def test_drop_type_upsamples_to_same_size():
     assert len(dropped) == len(groups) and {g["type"] for g in dropped} == {"confirmation_bias"}
 
 
-def test_relevance_groups_use_clean_query_and_gold_labels():
-    groups = relevance_groups(LABELS, {"q1": "clean q1", "q2": "clean q2"}, TEXTS, n_negatives=2)
-    assert len(groups) == 1  # q2 has no gold-bearing candidate
-    g = groups[0]
-    assert g["query"] == "clean q1" and g["doc_ids"][0] in {"a", "d"} and g["labels"][0] == 1.0
-    assert not set(g["doc_ids"][1:]) & {"a", "d"}
+def test_relevance_groups_mirror_the_critic_groups_with_clean_query_and_gold_labels():
+    critic, _ = build_groups(LABELS, PERTURBATIONS, TEXTS, n_negatives=2)
+    no_gold = [{**critic[0], "question_id": "q2"}]  # q2 has no gold-bearing candidate
+    groups = relevance_groups(LABELS, critic + no_gold, {"q1": "clean q1", "q2": "clean q2"}, TEXTS,
+                              n_negatives=2)
+    assert len(groups) == len(critic) + 1  # the same number of groups (q2's redrawn from q1)
+    for g in groups:
+        assert g["query"] == "clean q1" and g["doc_ids"][0] in {"a", "d"}
+        assert g["labels"] == [1.0, 0.0, 0.0] and not set(g["doc_ids"][1:]) & {"a", "d"}
+    assert relevance_groups(LABELS, no_gold, {"q2": "clean q2"}, TEXTS, n_negatives=2) == []
 
 
 def test_bad_group_parameters():

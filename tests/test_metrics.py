@@ -166,6 +166,19 @@ def test_risk_coverage_is_order_invariant_and_thresholds_reproduce_coverage():
             metrics.accuracy_at_coverage(conf, correct, 0.8))
 
 
+@pytest.mark.parametrize("coverage", [0.1, 0.5, 0.8, 0.95, 1.0])
+def test_threshold_at_coverage_is_the_highest_gamma_that_keeps_the_coverage(coverage):
+    rng = np.random.default_rng(2)
+    conf = rng.integers(0, 8, 30) / 7  # with ties
+    gamma = metrics.threshold_at_coverage(conf, coverage)
+    assert (conf >= gamma).mean() >= coverage - 1e-12
+    higher = conf[conf > gamma]
+    assert not len(higher) or (conf >= higher.min()).mean() < coverage  # any higher γ answers less
+    assert metrics.threshold_at_coverage([0.9, 0.1, 0.5, 0.7], 0.5) == 0.7
+    with pytest.raises(ValueError, match="coverage"):
+        metrics.threshold_at_coverage(conf, 0)
+
+
 def test_risk_coverage_rejects_nan_confidence():
     with pytest.raises(ValueError, match="1 NaN"):
         metrics.risk_coverage([0.2, np.nan], [1, 0])

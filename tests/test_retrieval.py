@@ -31,7 +31,7 @@ def test_hybrid_fuses_both(embedder):
 
 @pytest.mark.parametrize("k", [0, -1])
 def test_bad_k_rejected(k):
-    with pytest.raises(ValueError, match="k must be a positive integer"):
+    with pytest.raises(ValueError, match="k must be >= 1"):
         BM25Retriever(CORPUS).search(["x"], k=k)
 
 

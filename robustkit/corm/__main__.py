@@ -12,6 +12,13 @@ from robustkit.corm.groups import split_groups
 
 
 def main(argv=None) -> None:
+    try:
+        _main(argv)
+    except (ValueError, TypeError, FileNotFoundError) as err:  # DataError is a ValueError
+        raise SystemExit(f"python -m robustkit.corm: error: {err}") from None
+
+
+def _main(argv) -> None:
     parser = argparse.ArgumentParser(prog="python -m robustkit.corm")
     sub = parser.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train a critic from a groups JSONL")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from robustkit.config import Scale, get_scale
+from robustkit.config import Scale, check_knob, get_scale
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,11 @@ class CormConfig:
 
     def __post_init__(self):
         for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("scale", "llm_rerank_questions"):
-                continue
-            if isinstance(value, bool) or not value > 0:
-                raise ValueError(f"CoRM knob {f.name} must be > 0, got {value!r}")
-        if not isinstance(self.llm_rerank_questions, int) or self.llm_rerank_questions < 0:
-            raise ValueError(f"llm_rerank_questions must be an integer >= 0, got {self.llm_rerank_questions!r}")
+            if f.name == "lr":
+                check_knob("CoRM knob lr", self.lr, low=0, low_open=True)
+            elif f.name != "scale":
+                check_knob(f"CoRM knob {f.name}", getattr(self, f.name), integer=True,
+                           low=0 if f.name == "llm_rerank_questions" else 1)
         if self.m_inference < self.context_size:
             raise ValueError(f"M at inference ({self.m_inference}) must be >= C ({self.context_size})")
 

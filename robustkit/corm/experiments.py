@@ -26,7 +26,7 @@ from robustkit.data.records import PERTURBATION_TYPES, has_answer
 from robustkit.methods import Query
 from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci,
                                excess_aurc, expected_calibration_error, first_relevant_rank, format_p, mcnemar,
-                               recall_at_k, risk_coverage)
+                               recall_at_k, risk_coverage, threshold_at_coverage)
 
 METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "random": "random order",
                  "relevance-ce": "relevance CE", "pa-ce": "PA-CE", "llm-rerank": "LLM-rerank",
@@ -128,6 +128,18 @@ def rerank_latency(cfg: CormConfig | None, names: Sequence[str], queries: Sequen
     return pd.DataFrame(rows)
 
 
+def gamma_at_coverage(cfg: CormConfig | None, coverage: float = 0.8, variant: str = "corm") -> float:
+    """The γ at which Algorithm 1 answers ``coverage`` of the *validation* questions' perturbed
+    queries (held-out training questions, never a test question): the highest threshold with
+    P(S[0] ≥ γ) ≥ coverage, read off their S[0] over the same M dense candidates as at test."""
+    if not 0 < coverage <= 1:  # checked before any critic is trained
+        raise ValueError(f"coverage must be in (0, 1], got {coverage}")
+    _, val_groups, _ = pipeline.training_groups(cfg)
+    queries = sorted({g["query"] for g in val_groups})
+    return threshold_at_coverage([scores[0] for _, scores in method(cfg, variant).rank(queries)],
+                                 coverage)
+
+
 def compare_on_query(systems: dict, query: str) -> pd.DataFrame:
     """Algorithm 1 step by step on one query, for several systems: the best score S[0], the
     passages it reads (none when it abstains) and its answer."""
@@ -153,12 +165,13 @@ def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.Dat
     rows = []
     for method, frame in results.groupby("method", sort=False):
         clean = frame.loc[frame["condition"] == "clean", "correct"]
-        biased = frame[frame["condition"] == "biased"]
-        low, high = cluster_bootstrap_ci(biased["correct"].to_numpy(), biased["question_id"].to_numpy())
-        biased = biased["correct"]
+        biased_rows = frame[frame["condition"] == "biased"]
+        biased = biased_rows["correct"]
+        low, high = cluster_bootstrap_ci(biased.to_numpy(), biased_rows["question_id"].to_numpy())
         rows.append({"method": METHOD_LABELS.get(method, method), "key": method,
                      "clean accuracy": 100 * clean.mean(), "biased accuracy": 100 * biased.mean(),
                      "biased 95% CI": f"{100 * low:.1f}–{100 * high:.1f}",
+                     "biased CI low": 100 * low, "biased CI high": 100 * high,
                      "robustness gap": 100 * (clean.mean() - biased.mean()),
                      "n clean": len(clean), "n biased": len(biased)})
     table = pd.DataFrame(rows)

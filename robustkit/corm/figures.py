@@ -83,9 +83,8 @@ def plot_table1(table: pd.DataFrame, *, scale: str, name: str | None = "corm_tab
     """Clean and biased accuracy per method with the biased 95% CI, and the paper's biased
     accuracy as labelled markers on the same axis (systems the kit does not run are named below)."""
     set_style()
-    low, high = zip(*(map(float, ci.split("–")) for ci in table["biased 95% CI"]))
-    kit = table[["method", "key", "clean accuracy", "biased accuracy"]].assign(
-        **{"biased CI low": low, "biased CI high": high})
+    kit = table[["method", "key", "clean accuracy", "biased accuracy", "biased 95% CI",
+                 "biased CI low", "biased CI high", "n biased"]]
     published = paper.TABLE1.dropna(subset=["key"]).merge(kit[["key"]].reset_index(), on="key")
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(kit) + 1.4))
     rows = np.arange(len(kit))
@@ -143,7 +142,9 @@ def plot_risk_coverage(curves: pd.DataFrame, summary: pd.DataFrame, *, scale: st
 def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dict, *, scale: str,
                           x: str = "relevance-ce", y: str = "corm",
                           name: str | None = "corm_fig4_recall_ranks"):
-    """(a) Recall@k of gold-bearing passages, log k; (b) paired first-gold ranks, x vs y."""
+    """(a) Recall@k of gold-bearing passages, log k; (b) on how many queries y ranks the first
+    gold passage higher than x, lower, or level — beside the paper's shares. The CSV holds (a)'s
+    curves, (b)'s per-query ranks and its shares."""
     set_style()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.6), layout="constrained")
     methods = list(dict.fromkeys(recall["method"]))
@@ -156,22 +157,26 @@ def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dic
     left.set_title(f"(a) Recall@k, biased queries with gold in the pool (n={int(recall['n'].iloc[0])})",
                    fontsize=10)
     left.legend(fontsize=8)
-    jitter = np.random.default_rng(0).uniform(-0.12, 0.12, size=(2, len(pairs)))
-    right.scatter(pairs[x] * np.exp(jitter[0]), pairs[y] * np.exp(jitter[1]), alpha=0.5, s=18)
-    top = max(pairs[x].max(), pairs[y].max())
-    right.plot([1, top], [1, top], color="grey", lw=1)
-    right.set_xscale("log")
-    right.set_yscale("log")
-    right.set_xlabel(f"first gold rank, {x}")
-    right.set_ylabel(f"first gold rank, {y}")
-    right.set_title(f"(b) {y} better {shares[f'{y} better']:.1%} / {x} better "
-                    f"{shares[f'{x} better']:.1%} / tie {shares['tie']:.1%} (n={shares['n']})", fontsize=10)
-    right.text(0.98, 0.02, "paper: critic better {critic better:.1%} / CE better {CE better:.1%} / "
-               "tie {tie:.1%}".format(**paper.PAIRED), transform=right.transAxes, ha="right",
-               fontsize=8, color="dimgray")
+    # (b) win / tie / loss of the first gold rank, kit bars and the paper's shares as markers
+    outcomes = [f"{y} better", "tie", f"{x} better"]
+    bars = pd.DataFrame({"outcome": outcomes, "share": [shares[o] for o in outcomes],
+                         "paper": [paper.PAIRED[k] for k in ("critic better", "tie", "CE better")]})
+    right.barh(bars["outcome"], 100 * bars["share"], color=[colours.get(y, PAPER), "lightgrey",
+                                                             colours.get(x, PAPER)])
+    right.scatter(100 * bars["paper"], bars["outcome"], marker="D", s=50, color="black", zorder=3,
+                  label="paper (Biased-NQ)")
+    for share, outcome in zip(bars["share"], bars["outcome"]):
+        right.annotate(f"{share:.1%}", (100 * share, outcome), xytext=(4, -10),
+                       textcoords="offset points", fontsize=8)
+    right.invert_yaxis()
+    right.set(xlim=(0, 100), xlabel="share of biased queries with gold in both pools (%)")
+    right.set_title(f"(b) first gold passage ranked higher: {y} vs {x} (n={shares['n']})", fontsize=10)
+    right.legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Fig. 4 (scale {scale})")
     if name:
-        save(fig, name, recall)
+        ranks = pairs.rename(columns={x: f"first gold rank, {x}", y: f"first gold rank, {y}"})
+        save(fig, name, pd.concat([recall.assign(panel="a"), ranks.assign(panel="b, per query"),
+                                   bars.assign(panel="b", n=shares["n"])], ignore_index=True))
     return fig
 
 

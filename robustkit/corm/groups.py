@@ -2,8 +2,8 @@
 
 For each (training question i, perturbation k): one positive from the clean query's candidates
 with s > 0, N negatives from the perturbed query's candidates with s = 0, every passage paired
-with the *perturbed* query x̃ₖ. The relevance cross-encoder's groups use the clean query and
-"contains a gold alias" labels over the same candidates. Groups are split by question, never
+with the *perturbed* query x̃ₖ. The relevance cross-encoder's groups mirror them one for one
+with the clean query and "contains a gold alias" labels over the same candidates. Groups are split by question, never
 by rewrite, so no rewrite of a validation question is trained on.
 """
 from __future__ import annotations
@@ -72,33 +72,48 @@ def build_groups(labels: Sequence[dict], perturbations: Sequence[dict], texts: d
     return groups, stats
 
 
-def relevance_groups(labels: Sequence[dict], questions: dict[str, str], texts: dict[str, str], *,
-                     n_negatives: int, seed: int = 0) -> list[dict]:
+def relevance_groups(labels: Sequence[dict], critic_groups: Sequence[dict], questions: dict[str, str],
+                     texts: dict[str, str], *, n_negatives: int, seed: int = 0) -> list[dict]:
     """Groups for the relevance cross-encoder: clean query, label = passage contains a gold alias.
 
-    Same candidates and group size as the critic's, so both see the same data budget.
+    One group per critic group (the same question, a fresh draw of one gold-bearing positive
+    and up to N other candidates), so both train on the same number of groups, hence the same
+    optimiser steps, over the same questions and candidates. A critic group whose question has
+    no gold-bearing candidate is replaced by a redrawn group of another question, keeping the
+    count equal.
     """
+    if n_negatives < 1:
+        raise ValueError(f"N (negatives per group) must be >= 1, got {n_negatives}")
     rng = random.Random(seed)
     by_question = defaultdict(list)
     for record in labels:
         by_question[record["question_id"]].append(record)
-    groups = []
-    for qid, candidates in by_question.items():
+
+    def draw(qid: str) -> dict:
+        candidates = by_question[qid]
         relevant = [r["doc_id"] for r in candidates if r["has_gold"]]
         other = [r["doc_id"] for r in candidates if not r["has_gold"]]
-        if not relevant:
-            continue
         docs = [rng.choice(relevant), *rng.sample(other, min(n_negatives, len(other)))]
-        groups.append({"question_id": qid, "k": -1, "type": "clean", "query": questions[qid],
-                       "doc_ids": docs, "docs": [texts[d] for d in docs],
-                       "labels": [1.0] + [0.0] * (len(docs) - 1)})
-    return groups
+        return {"question_id": qid, "k": -1, "type": "clean", "query": questions[qid],
+                "doc_ids": docs, "docs": [texts[d] for d in docs],
+                "labels": [1.0] + [0.0] * (len(docs) - 1)}
+
+    with_gold = {qid for qid, rs in by_question.items() if any(r["has_gold"] for r in rs)}
+    mirrored = [g["question_id"] for g in critic_groups if g["question_id"] in with_gold]
+    if not mirrored:
+        return []
+    fill = [rng.choice(mirrored) for _ in range(len(critic_groups) - len(mirrored))]
+    return [draw(qid) for qid in mirrored + fill]
 
 
 def split_groups(groups: Sequence[dict], val_fraction: float = 0.15, seed: int = 0):
     """Hold out whole questions (never a question's other perturbations) for validation."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
     qids = sorted({g["question_id"] for g in groups})
     random.Random(seed).shuffle(qids)
+    if len(qids) < 2:
+        raise ValueError(f"splitting needs groups of at least 2 questions, got {len(qids)}")
     held = set(qids[:max(1, round(val_fraction * len(qids)))])
     return ([g for g in groups if g["question_id"] not in held],
             [g for g in groups if g["question_id"] in held])

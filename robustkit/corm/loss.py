@@ -5,6 +5,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from robustkit.config import check_knob
+
 
 class HybridListwiseLoss(nn.Module):
     """Listwise cross-entropy to the teacher's utility distribution plus pointwise BCE.
@@ -39,8 +41,7 @@ class HybridListwiseLoss(nn.Module):
 
     def __init__(self, tau: float = 1.0, listwise_weight: float = 1.0, pointwise_weight: float = 1.0):
         super().__init__()
-        if tau <= 0:
-            raise ValueError(f"tau must be > 0, got {tau}")
+        check_knob("tau", tau, low=0, low_open=True)
         if listwise_weight < 0 or pointwise_weight < 0 or listwise_weight + pointwise_weight == 0:
             raise ValueError("loss weights must be >= 0 and not both zero, got "
                              f"listwise={listwise_weight}, pointwise={pointwise_weight}")

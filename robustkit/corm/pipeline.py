@@ -111,15 +111,15 @@ def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False,
     records = labels(cfg)
     texts = {p.id: p.content for p in resources.corpus_for(cfg.scale)}
     seed = cfg.scale.seed
-    if relevance:
-        built = relevance_groups(records, {q.id: q.text for q in train_questions(cfg)}, texts,
-                                 n_negatives=cfg.n_negatives, seed=seed)
-        stats = {"groups": len(built)}
-    else:
-        built, stats = build_groups(records, perturbations(cfg), texts, n_negatives=cfg.n_negatives,
-                                    seed=seed, k_prime=k_prime, drop_type=drop_type)
-        stats["groups"] = len(built)
+    built, stats = build_groups(records, perturbations(cfg), texts, n_negatives=cfg.n_negatives,
+                                seed=seed, k_prime=k_prime, drop_type=drop_type)
     train, val = split_groups(built, seed=seed)
+    stats["groups"] = len(built)
+    if relevance:  # mirror the critic's train and validation groups: same counts, same questions
+        clean = {q.id: q.text for q in train_questions(cfg)}
+        train, val = (relevance_groups(records, split, clean, texts, n_negatives=cfg.n_negatives,
+                                       seed=seed) for split in (train, val))
+        stats = {"groups": len(train) + len(val)}
     return train, val, stats
 
 

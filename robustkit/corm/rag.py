@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from robustkit.baselines import RerankedRAG
+from robustkit.config import check_knob
 
 
 class RiskAwareRAG(RerankedRAG):
@@ -27,9 +28,9 @@ class RiskAwareRAG(RerankedRAG):
     """
 
     def __init__(self, retriever, reranker, generator, corpus, *, gamma: float | None = None, **kwargs):
+        if gamma is not None:  # checked first: nothing is built for a bad threshold
+            check_knob("gamma (None for forced generation)", gamma, low=0, high=1)
         super().__init__(retriever, reranker, generator, corpus, **kwargs)
-        if gamma is not None and not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1] (or None for forced generation), got {gamma}")
         self.gamma = gamma
 
     def context(self, ids, scores):

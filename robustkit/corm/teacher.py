@@ -22,7 +22,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from robustkit.artifacts import JsonlLog
-from robustkit.config import show_progress
+from robustkit.config import check_knob, show_progress
 from robustkit.data.records import Corpus, DataError, Question, has_answer
 from robustkit.judges import Judge, NormalisedMatch
 from robustkit.reader import reader_prompt
@@ -46,10 +46,16 @@ def label(questions: Sequence[Question], perturbations: Sequence[dict], corpus: 
 
     Returns one record per (question, candidate), in question then candidate order.
     """
-    if m < 1:
-        raise ValueError(f"M (candidates per query) must be >= 1, got {m}")
+    check_knob("M (candidates per query)", m, integer=True, low=1)
+    check_knob("chunk_size", chunk_size, integer=True, low=1)
+    check_knob("max_words", max_words, integer=True, low=1)
     if not questions:
         raise ValueError("no training questions to label")
+    seen = set()
+    for q in questions:  # a repeated question would write its records twice
+        if q.id in seen:
+            raise ValueError(f"question {q.id!r} appears twice among the questions to label")
+        seen.add(q.id)
     by_question = _perturbations_by_question(questions, perturbations)
     judge = judge or NormalisedMatch()
     log = JsonlLog(log_path, key="key") if log_path else None

@@ -21,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from robustkit.artifacts import JsonlLog
-from robustkit.config import show_progress
+from robustkit.config import check_knob, show_progress
 from robustkit.corm.critic import EvidenceCritic, GroupDataset, group_logits
 from robustkit.corm.loss import make_loss
 from robustkit.data.records import write_jsonl
@@ -50,7 +50,9 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     from accelerate import Accelerator
     from transformers import get_cosine_schedule_with_warmup
 
-    _check_hparams(epochs=epochs, lr=lr, batch_groups=batch_groups, grad_accum=grad_accum)
+    _check_hparams(epochs=epochs, lr=lr, batch_groups=batch_groups, grad_accum=grad_accum,
+                   weight_decay=weight_decay, warmup=warmup, max_length=max_length)
+    criterion = make_loss(loss, tau)
     out_dir = Path(out_dir)
     model_dir = Path(model_dir or out_dir / "model")
     keep_freed_memory()
@@ -60,7 +62,6 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     model = EvidenceCritic(init, max_length=max_length, base_model=base_model)
     train_data = GroupDataset(groups, model.tokenizer, max_length)
     val_data = GroupDataset(val_groups, model.tokenizer, max_length)
-    criterion = make_loss(loss, tau)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay,
                                   fused=torch.cuda.is_available())
     steps_per_epoch = math.ceil(len(train_data) / batch_groups / grad_accum)
@@ -151,10 +152,13 @@ def _history_order(key: str) -> tuple:
     return int(epoch), split == "val", int(step[0]) if step else 0
 
 
-def _check_hparams(**values) -> None:
-    for name, value in values.items():
-        if value <= 0:
-            raise ValueError(f"{name} must be > 0, got {value}")
+def _check_hparams(*, epochs, lr, batch_groups, grad_accum, weight_decay, warmup, max_length) -> None:
+    for name, value in (("epochs", epochs), ("batch_groups", batch_groups),
+                        ("grad_accum", grad_accum), ("max_length", max_length)):
+        check_knob(name, value, integer=True, low=1)
+    check_knob("lr", lr, low=0, low_open=True)
+    check_knob("weight_decay", weight_decay, low=0)
+    check_knob("warmup", warmup, low=0, high=1)
 
 
 def keep_freed_memory() -> None:

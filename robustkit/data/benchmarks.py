@@ -16,7 +16,9 @@ from typing import Callable
 
 from robustkit.config import REPO_ROOT, is_offline
 from robustkit.data.records import (Corpus, DataError, Misconception, Passage, Question,
-                                    read_csv, read_jsonl, sha256_files)
+                                    sha256_files)
+from robustkit.data.validate import (Row, Unique, array_rows, json_document, jsonl_rows, strings,
+                                     table_rows)
 
 
 @dataclass
@@ -43,8 +45,9 @@ class _Spec:
     hub_config: str | None
     hub_split: str
     mirror_files: tuple[str, ...]  # first existing one is read
-    parse_mirror: Callable[[Path], list]
-    parse_hub: Callable[[object], list]
+    read_mirror: Callable[[Path], list[Row]]  # the file's records, each with its line or index
+    parse_mirror: Callable[[list[Row]], list]
+    parse_hub: Callable[[list[Row]], list]
 
 
 def data_dir() -> Path | None:
@@ -65,25 +68,35 @@ def load(name: str, split: str = "test", source: str = "auto") -> Dataset:
         split: "test" for the evaluation split; for ``nq_open_oracle`` "train" or "test" (a
             deterministic 80/20 split of its questions) or "all".
         source: "mirror", "hub" or "auto" (mirror if present, else hub, else a clear error).
+            ``nq_open_oracle`` has no hub copy: "hub" is refused for it.
     """
-    if name == "nq_open_oracle":
-        return _oracle_questions(split)
-    if name not in _SPECS:
+    # arguments first, so a typo fails at once rather than after a download or a parse
+    if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(DATASETS)}")
     if source not in {"auto", "mirror", "hub"}:
         raise ValueError(f"unknown source {source!r}; expected 'auto', 'mirror' or 'hub'")
+    splits = ("train", "test", "all") if name == "nq_open_oracle" else ("test",)
+    if split not in splits:
+        raise ValueError(f"unknown split {split!r} for {name}; expected one of {list(splits)}")
+    if name == "nq_open_oracle":
+        if source == "hub":
+            raise DataError(_ORACLE_NO_HUB)
+        return _oracle_questions(split)
     spec = _SPECS[name]
     mirror = _mirror_file(name, spec)
     if source == "mirror" or (source == "auto" and mirror):
         if not mirror:
             raise DataError(_missing_message(name, spec))
-        return Dataset(name, split, spec.parse_mirror(mirror), str(mirror), sha256_files([mirror]))
+        records = spec.parse_mirror(spec.read_mirror(mirror))
+        if not records:  # an empty or emptied file is not a benchmark
+            raise DataError(f"{mirror}: no records")
+        return Dataset(name, split, records, str(mirror), sha256_files([mirror]))
     if is_offline():
         raise DataError(_missing_message(name, spec))
     from datasets import load_dataset
 
     rows = load_dataset(spec.hub_id, spec.hub_config, split=spec.hub_split)
-    records = spec.parse_hub(rows)
+    records = spec.parse_hub([Row(f"hub:{spec.hub_id}", f"[{i}]", r) for i, r in enumerate(rows)])
     return Dataset(name, split, records, f"hub:{spec.hub_id}", _records_fingerprint(records))
 
 
@@ -149,9 +162,9 @@ def truthfulqa_corpus(enriched: bool = False) -> Corpus:
 # --- NQ-open oracle -------------------------------------------------------------------------
 
 def _oracle_questions(split: str) -> Dataset:
-    if split not in {"train", "test", "all"}:
-        raise ValueError(f"unknown split {split!r} for nq_open_oracle; expected train/test/all")
     _, questions = _oracle()
+    if not questions:
+        raise DataError(f"{_oracle_path()}: no records")
     chosen = [q for q in questions if split == "all" or q.split == split]
     path = _oracle_path()
     return Dataset("nq_open_oracle", split, chosen, str(path), sha256_files([path]))
@@ -161,149 +174,167 @@ def _oracle() -> tuple[list[Passage], list[Question]]:
     path = _oracle_path()
     passages: dict[str, Passage] = {}
     questions = []
-    for n, row in enumerate(read_jsonl(path, ("question", "answers", "ctxs"))):
-        ctx = row["ctxs"][0]
-        pid = "nqo-" + hashlib.sha1(f"{ctx['title']}\n{ctx['text']}".encode()).hexdigest()[:12]
-        passages.setdefault(pid, Passage(pid, ctx["title"], " ".join(ctx["text"].split()), "gold"))
-        qid = f"nqo-q{n:04d}"
+    for n, row in enumerate(jsonl_rows(path, ("question", "answers", "ctxs"))):
+        text, answers = row.text("question"), row.strings("answers", nonempty=True)
+        ctx = row.objects("ctxs", nonempty=True)[0]  # the gold passage
+        title, body = ctx.text("title", empty=True), ctx.text("text")
+        pid = "nqo-" + hashlib.sha1(f"{title}\n{body}".encode()).hexdigest()[:12]
+        passages.setdefault(pid, row.build(Passage, pid, title, " ".join(body.split()), "gold"))
         # deterministic split by question text: stable whatever the file order
-        split = "test" if int(hashlib.sha1(row["question"].encode()).hexdigest(), 16) % 5 == 0 else "train"
-        questions.append(Question(qid, row["question"], tuple(row["answers"]), "", split,
-                                  "nq_open", (pid,)))
+        split = "test" if int(hashlib.sha1(text.encode()).hexdigest(), 16) % 5 == 0 else "train"
+        questions.append(row.build(Question, f"nqo-q{n:04d}", text, answers, "", split, "nq_open",
+                                   (pid,)))
     return list(passages.values()), questions
+
+
+_ORACLE_NO_HUB = ("dataset 'nq_open_oracle' (nelson-liu/lost-in-the-middle qa_data/"
+                  "nq-open-oracle.jsonl.gz) has no hub copy; put the file under "
+                  "$ROBUSTKIT_DATA_DIR/nq_open_oracle/")
 
 
 def _oracle_path() -> Path:
     root = data_dir()
     path = root / "nq_open_oracle" / "nq-open-oracle.jsonl.gz" if root else None
     if not path or not path.exists():
-        raise DataError("dataset 'nq_open_oracle' (nelson-liu/lost-in-the-middle qa_data/"
-                        "nq-open-oracle.jsonl.gz) has no hub copy; put the file under "
-                        "$ROBUSTKIT_DATA_DIR/nq_open_oracle/")
+        raise DataError(_ORACLE_NO_HUB)
     return path
 
 
-# --- parsers, one per public format ----------------------------------------------------------
+# --- parsers, one per public format; each checks its rows through validate.Row -------------
 
-def _nq_mirror(path: Path) -> list[Question]:
-    return [Question(f"nq-{i:04d}", r["question"], tuple(r["answer"]), split="test", domain="nq_open")
-            for i, r in enumerate(read_jsonl(path, ("question", "answer")))]
-
-
-def _nq_hub(rows) -> list[Question]:
-    return [Question(f"nq-{i:04d}", r["question"], tuple(r["answer"]), split="test", domain="nq_open")
+def _nq_rows(rows: list[Row]) -> list[Question]:
+    return [r.build(Question, f"nq-{i:04d}", r.text("question"), r.strings("answer", nonempty=True),
+                    split="test", domain="nq_open")
             for i, r in enumerate(rows)]
 
 
-def _split_answers(cell: str) -> tuple[str, ...]:
-    return tuple(a.strip() for a in cell.split(";") if a.strip())
+def _split_answers(row: Row, key: str) -> tuple[str, ...]:
+    """TruthfulQA's release joins a cell's answers with ';'."""
+    answers = tuple(a.strip() for a in row.text(key).split(";") if a.strip())
+    if not answers:
+        raise row.error(key, "one or more answers separated by ';'", row.get(key))
+    return answers
 
 
-def _truthfulqa_mirror(path: Path) -> list[Misconception]:
-    rows = read_csv(path, ("Category", "Question", "Best Answer", "Correct Answers",
-                           "Incorrect Answers"))
-    return [Misconception(f"tqa-{i:03d}", r["Question"], r["Category"], r["Best Answer"],
-                          _split_answers(r["Correct Answers"]), _split_answers(r["Incorrect Answers"]))
+def _truthfulqa_mirror(rows: list[Row]) -> list[Misconception]:
+    return [r.build(Misconception, f"tqa-{i:03d}", r.text("Question"), r.text("Category"),
+                    r.text("Best Answer"), _split_answers(r, "Correct Answers"),
+                    _split_answers(r, "Incorrect Answers"))
             for i, r in enumerate(rows)]
 
 
-def _truthfulqa_hub(rows) -> list[Misconception]:
-    return [Misconception(f"tqa-{i:03d}", r["question"], r["category"], r["best_answer"],
-                          tuple(r["correct_answers"]), tuple(r["incorrect_answers"]))
+def _truthfulqa_hub(rows: list[Row]) -> list[Misconception]:
+    return [r.build(Misconception, f"tqa-{i:03d}", r.text("question"), r.text("category"),
+                    r.text("best_answer"), r.strings("correct_answers", nonempty=True),
+                    r.strings("incorrect_answers", nonempty=True))
             for i, r in enumerate(rows)]
 
 
-def _simpleqa_rows(rows) -> list[Question]:
+def _simpleqa_rows(rows: list[Row]) -> list[Question]:
     out = []
     for i, r in enumerate(rows):
-        meta = r["metadata"]
-        meta = ast.literal_eval(meta) if isinstance(meta, str) else meta
-        out.append(Question(f"sqa-{i:04d}", r["problem"], (r["answer"],),
-                            str(meta.get("answer_type", "")), "test", str(meta.get("topic", ""))))
+        meta = r.get("metadata")  # the release's CSV holds a Python dict literal, the hub a dict
+        if isinstance(meta, str):
+            meta = r.parsed("metadata", ast.literal_eval, "a Python dict literal")
+        if not isinstance(meta, dict):
+            raise r.error("metadata", "a dict of topic, answer_type and urls", meta)
+        out.append(r.build(Question, f"sqa-{i:04d}", r.text("problem"), (r.text("answer"),),
+                           str(meta.get("answer_type", "")), "test", str(meta.get("topic", ""))))
     return out
 
 
-def _simpleqa_mirror(path: Path) -> list[Question]:
-    return _simpleqa_rows(read_csv(path, ("metadata", "problem", "answer")))
-
-
-def _hotpot_rows(rows, titles_key: str) -> list[Question]:
-    out = []
+def _hotpot_rows(rows: list[Row]) -> list[Question]:
+    ids, out = Unique("question id"), []
     for r in rows:
-        context = r["context"]
-        if isinstance(context, dict):  # hub layout: {"title": [...], "sentences": [[...]]}
-            context = list(zip(context["title"], context["sentences"]))
-        paragraphs = [Passage(f"{r['id']}-{j}", title, " ".join(s.strip() for s in sents))
-                      for j, (title, sents) in enumerate(context)]
-        facts = r[titles_key]
-        gold_titles = set(facts["title"] if isinstance(facts, dict) else (t for t, _ in facts))
+        qid = ids.add(r.text("_id" if "_id" in r else "id"), r)  # the release says _id, the hub id
+        paragraphs = []
+        for j, (title, sentences, name) in enumerate(_hotpot_pairs(r, "context", "sentences")):
+            body = " ".join(s.strip() for s in strings(sentences, r.where, name))
+            paragraphs.append(r.build(Passage, f"{qid}-{j}", title, body))
+        gold_titles = {title for title, _, _ in _hotpot_pairs(r, "supporting_facts", "sent_id")}
         gold = tuple(p.id for p in paragraphs if p.title in gold_titles)
-        out.append(Question(r["id"], r["question"], (r["answer"],), "", "test", "hotpotqa", gold,
-                            {"hop_type": r["type"], "level": r.get("level"),
-                             "paragraphs": paragraphs}))
+        extra = {"hop_type": r.text("type"), "level": r.get("level", None),
+                 "paragraphs": paragraphs}
+        out.append(r.build(Question, qid, r.text("question"), (r.text("answer"),), "", "test",
+                           "hotpotqa", gold, extra))
     return out
 
 
-def _hotpot_mirror(path: Path) -> list[Question]:
-    rows = json.loads(path.read_text(encoding="utf-8"))
-    for r in rows:
-        r["id"] = r.pop("_id", r.get("id"))
-    return _hotpot_rows(rows, "supporting_facts")
+def _hotpot_pairs(r: Row, key: str, second: str) -> list[tuple[str, object, str]]:
+    """``(title, value, field name of value)`` from the release's ``[[title, value], ...]`` or
+    the hub's columns ``{"title": [...], second: [...]}``."""
+    if isinstance(r.get(key), dict):
+        columns = r.sub(key)
+        titles, values = columns.strings("title"), columns.items(second)
+        if len(values) != len(titles):
+            raise columns.error(second, f"a list of {len(titles)} (one per title)", values)
+        return [(t, v, f"{key}.{second}[{j}]") for j, (t, v) in enumerate(zip(titles, values))]
+    pairs = r.items(key)
+    for j, pair in enumerate(pairs):
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise r.error(f"{key}[{j}]", "a [title, value] pair", pair)
+    return [(t, v, f"{key}[{j}][1]") for j, (t, v) in enumerate(pairs)]
 
 
-def _popqa_rows(rows) -> list[Question]:
-    out = []
+def _popqa_rows(rows: list[Row]) -> list[Question]:
+    ids, out = Unique("id"), []
     for r in rows:
-        answers = r["possible_answers"]
-        answers = json.loads(answers) if isinstance(answers, str) else answers
-        out.append(Question(f"popqa-{r['id']}", r["question"], tuple(answers), str(r["prop"]),
-                            "test", "popqa", (),
-                            {"subject": r["subj"], "s_pop": int(r["s_pop"])}))
+        qid = ids.add(str(r.get("id")), r)
+        answers = r.get("possible_answers")  # a JSON list in the release's TSV
+        if isinstance(answers, str):
+            answers = r.parsed("possible_answers", json.loads, "a JSON list of strings")
+        answers = strings(answers, r.where, "possible_answers", nonempty=True)
+        extra = {"subject": r.get("subj"), "s_pop": r.parsed("s_pop", int, "an integer")}
+        out.append(r.build(Question, f"popqa-{qid}", r.text("question"), answers,
+                           str(r.get("prop")), "test", "popqa", (), extra))
     return out
 
 
-def _popqa_mirror(path: Path) -> list[Question]:
-    import csv
-
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
-    missing = {"id", "question", "possible_answers", "prop", "subj", "s_pop"} - set(rows[0] if rows else {})
-    if missing:
-        raise DataError(f"{path}:1: header lacks column(s) {sorted(missing)}")
-    return _popqa_rows(rows)
+def _triviaqa_read(path: Path) -> list[Row]:
+    document = json_document(path)
+    if not isinstance(document, dict) or "Data" not in document:
+        raise DataError(f"{path}: expected an object with a 'Data' list of questions, got "
+                        f"{type(document).__name__}")
+    return array_rows(document["Data"], str(path), "Data")
 
 
-def _triviaqa_rows(rows) -> list[Question]:
-    out = []
+def _triviaqa_rows(rows: list[Row]) -> list[Question]:
+    ids, out = Unique("question id"), []
     for r in rows:
-        answer = r["answer"] if "answer" in r else r["Answer"]
-        value = answer.get("value", answer.get("Value"))
-        aliases = answer.get("aliases", answer.get("Aliases", []))
-        qid = r.get("question_id", r.get("QuestionId"))
-        text = r.get("question", r.get("Question"))
-        out.append(Question(qid, text, tuple(dict.fromkeys([value, *aliases])), "", "test",
-                            "triviaqa"))
+        hub = "answer" in r  # the hub's lower-case layout, else the release's capitalised one
+        answer = r.sub("answer" if hub else "Answer")
+        value = answer.text("value" if hub else "Value")
+        aliases = answer.strings("aliases" if hub else "Aliases", default=())
+        qid = ids.add(r.text("question_id" if hub else "QuestionId"), r)
+        out.append(r.build(Question, qid, r.text("question" if hub else "Question"),
+                           tuple(dict.fromkeys([value, *aliases])), "", "test", "triviaqa"))
     return out
-
-
-def _triviaqa_mirror(path: Path) -> list[Question]:
-    return _triviaqa_rows(json.loads(path.read_text(encoding="utf-8"))["Data"])
 
 
 _SPECS: dict[str, _Spec] = {
     "nq_open": _Spec("google-research-datasets/nq_open", None, "validation",
-                     ("NQ-open.dev.jsonl",), _nq_mirror, _nq_hub),
+                     ("NQ-open.dev.jsonl",), lambda path: jsonl_rows(path, ("question", "answer")),
+                     _nq_rows, _nq_rows),
     "truthfulqa": _Spec("truthfulqa/truthful_qa", "generation", "validation",
-                        ("TruthfulQA.csv",), _truthfulqa_mirror, _truthfulqa_hub),
+                        ("TruthfulQA.csv",),
+                        lambda path: table_rows(path, ("Category", "Question", "Best Answer",
+                                                       "Correct Answers", "Incorrect Answers")),
+                        _truthfulqa_mirror, _truthfulqa_hub),
     "simpleqa": _Spec("basicv8vc/SimpleQA", None, "test",
-                      ("simple_qa_test_set.csv", "simple_qa_test_set.en.csv"), _simpleqa_mirror,
-                      _simpleqa_rows),
+                      ("simple_qa_test_set.csv", "simple_qa_test_set.en.csv"),
+                      lambda path: table_rows(path, ("metadata", "problem", "answer")),
+                      _simpleqa_rows, _simpleqa_rows),
     "hotpotqa": _Spec("hotpotqa/hotpot_qa", "distractor", "validation",
-                      ("hotpot_dev_distractor_v1.json",), _hotpot_mirror,
-                      lambda rows: _hotpot_rows(rows, "supporting_facts")),
-    "popqa": _Spec("akariasai/PopQA", None, "test", ("popQA.tsv",), _popqa_mirror, _popqa_rows),
+                      ("hotpot_dev_distractor_v1.json",),
+                      lambda path: array_rows(json_document(path), str(path)),
+                      _hotpot_rows, _hotpot_rows),
+    "popqa": _Spec("akariasai/PopQA", None, "test", ("popQA.tsv",),
+                   lambda path: table_rows(path, ("id", "question", "possible_answers", "prop",
+                                                  "subj", "s_pop"), delimiter="\t"),
+                   _popqa_rows, _popqa_rows),
     "triviaqa": _Spec("mandarjoshi/trivia_qa", "unfiltered.nocontext", "validation",
-                      ("unfiltered-web-dev.json",), _triviaqa_mirror, _triviaqa_rows),
+                      ("unfiltered-web-dev.json",), _triviaqa_read, _triviaqa_rows,
+                      _triviaqa_rows),
 }
 DATASETS = (*_SPECS, "nq_open_oracle")
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robustkit.data.records import (PERTURBATION_TYPES, DataError, contains_answer,
-                                    normalize_answer, read_jsonl)
+                                    normalize_answer)
+from robustkit.data.validate import decoded_text, jsonl_rows
 
 WH_WORDS = ("how many", "how much", "how long", "how old", "how far", "how tall", "how",
             "who", "whom", "whose", "what", "when", "where", "which", "why")
@@ -205,8 +206,17 @@ def _check_manifest(root: Path, bad) -> None:
     if not manifest.exists():
         bad(f"SHA256SUMS: missing manifest in {root}")
         return
-    for line in manifest.read_text().splitlines():
-        digest, name = line.split(maxsplit=1)
+    try:
+        text = decoded_text(manifest)
+    except DataError as err:  # a stray non-UTF-8 byte is a finding, not a crash
+        bad(str(err))
+        return
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        fields = line.split(maxsplit=1)
+        if len(fields) != 2:  # blank or cut short: report it, check the other lines
+            bad(f"SHA256SUMS:{line_no}: expected '<sha256>  <file name>', got {line!r}")
+            continue
+        digest, name = fields
         path = root / name.strip()
         if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
             bad(f"SHA256SUMS:{name.strip()}: checksum mismatch (file edited without updating the "
@@ -214,11 +224,24 @@ def _check_manifest(root: Path, bad) -> None:
 
 
 def _rows(path: Path, required, bad) -> list[dict]:
-    rows = read_jsonl(path, required)
-    for n, row in enumerate(rows, 1):
+    """The file's rows with their fields type-checked. A wrong-typed field is reported and then
+    blanked ([] or its str()), so the checks that follow report the rest instead of crashing on
+    it. Malformed JSON or a non-UTF-8 byte is a DataError, which check_mini reports."""
+    rows = []
+    for row in jsonl_rows(path, required):
+        data = row.data
+        rid = data["id"] if isinstance(data.get("id"), str) else row.place  # else its line
         for key in required:
-            if key.endswith(("_ids", "aliases", "answers")) and not isinstance(row[key], list):
-                bad(f"{path.name}:{row.get('id', n)}: field {key!r} must be a list")
+            value = data[key]
+            if key.endswith(("_ids", "aliases", "answers")):
+                if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                    bad(f"{path.name}:{rid}: field {key!r} must be a list of strings, "
+                        f"got {value!r:.40}")
+                    data[key] = []
+            elif not isinstance(value, str):
+                bad(f"{path.name}:{rid}: field {key!r} must be a string, got {value!r:.40}")
+                data[key] = str(value)
+        rows.append(data)
     return rows
 
 

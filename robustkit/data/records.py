@@ -8,9 +8,11 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import io
 import json
 import re
 import string
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -29,6 +31,10 @@ class Passage:
     text: str
     kind: str = ""  # gold | false_premise | confirmation_bias | distractor | myth | debunk | support
 
+    def __post_init__(self):
+        _check_text(self, "id", "title", "text", "kind")
+        _require(self, "id")
+
     @property
     def content(self) -> str:
         """What retrievers and readers see: title and text."""
@@ -45,6 +51,13 @@ class Question:
     domain: str = ""
     gold_ids: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        _check_text(self, "id", "text", "answer_type", "split", "domain")
+        _require(self, "id", "text")
+        _check_strings(self, "answers", "gold_ids")
+        if not self.answers:
+            raise ValueError(f"question {self.id!r} has no answers")
 
     @property
     def answer(self) -> str:
@@ -63,6 +76,14 @@ class Rewrite:
     premise_ids: tuple[str, ...] = ()  # passages that match the rewrite's premise
     source: str = "hand-written"  # hand-written | llm | template
 
+    def __post_init__(self):
+        _check_text(self, "question_id", "type", "text", "source")
+        _require(self, "question_id", "text")
+        _check_strings(self, "premise_ids")
+        if self.type not in PERTURBATION_TYPES:
+            raise ValueError(f"rewrite of {self.question_id!r}: unknown perturbation type "
+                             f"{self.type!r}; expected one of {list(PERTURBATION_TYPES)}")
+
 
 @dataclass(frozen=True)
 class Misconception:
@@ -77,6 +98,41 @@ class Misconception:
     split: str = ""
     myth_ids: tuple[str, ...] = ()
     debunk_ids: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        _check_text(self, "id", "text", "category", "best_answer", "split")
+        _require(self, "id", "text")
+        _check_strings(self, "correct_answers", "incorrect_answers", "myth_ids", "debunk_ids")
+
+
+def _check_text(record, *names: str) -> None:
+    for name in names:
+        value = getattr(record, name)
+        if not isinstance(value, str):
+            raise TypeError(f"{type(record).__name__}.{name} must be a str, got "
+                            f"{type(value).__name__} {value!r:.40}")
+
+
+def _require(record, *names: str) -> None:
+    for name in names:
+        if not getattr(record, name).strip():
+            raise ValueError(f"{type(record).__name__}.{name} is empty "
+                             f"(record {getattr(record, 'id', None) or record!r:.60})")
+
+
+def _check_strings(record, *names: str) -> None:
+    """Sequence-of-string fields: a bare string would be iterated as its characters (answers
+    'O', 'c', 't', ... would make any reply containing an 'o' correct), so it is refused; lists
+    are accepted and stored as tuples, the records being frozen and hashable."""
+    for name in names:
+        value = getattr(record, name)
+        if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
+            raise TypeError(f"{type(record).__name__}.{name} must be a list or tuple of strings, "
+                            f"got {type(value).__name__} {value!r:.40}")
+        bad = [v for v in value if not isinstance(v, str)]
+        if bad:
+            raise TypeError(f"{type(record).__name__}.{name} must hold strings only, got {bad[0]!r:.40}")
+        object.__setattr__(record, name, tuple(value))
 
 
 def normalize_answer(text: str) -> str:
@@ -139,7 +195,7 @@ def read_csv(path: str | Path, required: Sequence[str] = ()) -> list[dict]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    with open(path, newline="", encoding="utf-8-sig") as handle:
+    with io.StringIO(decoded_text(path, "utf-8-sig"), newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [key for key in required if key not in (reader.fieldnames or [])]
         if missing:
@@ -169,10 +225,29 @@ def sha256_files(paths: Iterable[str | Path]) -> str:
     return digest.hexdigest()
 
 
+def decoded_text(path: str | Path, encoding: str = "utf-8") -> str:
+    """A file's text (``.gz`` decompressed); a byte that is not UTF-8 is a DataError naming its
+    line, where Python's own error gives only a byte offset into the whole file."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:  # not gzip, or cut short
+            raise DataError(f"{path}: not a complete gzip file ({err})") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - data.rfind(b"\n", 0, err.start)  # 1-based, in bytes
+        raise DataError(f"{path}:{line}: byte {data[err.start]:#04x} (byte {column} of the line) "
+                        "is not UTF-8; save the file as UTF-8") from None
+
+
 def _open_text(path: Path) -> Iterator[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        yield from handle
+    yield from io.StringIO(decoded_text(path), newline=None)
 
 
 _POSSESSIVE = re.compile(r"['’]s\b")
