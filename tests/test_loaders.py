@@ -67,6 +67,19 @@ def test_real_mirror_row_counts(monkeypatch, name, split, rows):
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="no ../shared/datasets mirror on this machine")
+def test_real_hotpotqa_mirror_in_ircot_layout(monkeypatch):
+    monkeypatch.setenv("ROBUSTKIT_DATA_DIR", str(SHARED))
+    questions = load("hotpotqa")
+    assert len(questions) == 488 and len({q.id for q in questions}) == 488
+    first = questions[0]
+    assert first.answers == ("Chief of Protocol",) and first.text.startswith("What government position")
+    titles = {p.id: p.title for p in first.extra["paragraphs"]}
+    assert sorted(titles[g] for g in first.gold_ids) == ["Kiss and Tell (1945 film)", "Shirley Temple"]
+    assert all(len(q.gold_ids) == 2 for q in questions)  # two supporting paragraphs each
+    assert sum(len(q.extra["paragraphs"]) == 10 for q in questions) == 477  # (its README says 478)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no ../shared/datasets mirror on this machine")
 def test_real_oracle_split_is_deterministic_and_disjoint(monkeypatch):
     monkeypatch.setenv("ROBUSTKIT_DATA_DIR", str(SHARED))
     train, test = load("nq_open_oracle", "train"), load("nq_open_oracle", "test")

@@ -243,9 +243,18 @@ def _simpleqa_rows(rows: list[Row]) -> list[Question]:
     return out
 
 
+def _hotpot_read(path: Path) -> list[Row]:
+    if path.suffix == ".jsonl":  # IRCoT's re-packaging of the distractor dev set, one per line
+        return jsonl_rows(path, ("question_id", "question_text", "answers_objects", "contexts"))
+    return array_rows(json_document(path), str(path))
+
+
 def _hotpot_rows(rows: list[Row]) -> list[Question]:
     ids, out = Unique("question id"), []
     for r in rows:
+        if "contexts" in r:
+            out.append(_ircot_hotpot_question(r, ids))
+            continue
         qid = ids.add(r.text("_id" if "_id" in r else "id"), r)  # the release says _id, the hub id
         paragraphs = []
         for j, (title, sentences, name) in enumerate(_hotpot_pairs(r, "context", "sentences")):
@@ -258,6 +267,25 @@ def _hotpot_rows(rows: list[Row]) -> list[Question]:
         out.append(r.build(Question, qid, r.text("question"), (r.text("answer"),), "", "test",
                            "hotpotqa", gold, extra))
     return out
+
+
+def _ircot_hotpot_question(r: Row, ids: Unique) -> Question:
+    """IRCoT's layout: ``question_text``, gold strings in ``answers_objects[].spans``, the
+    question's own paragraphs in ``contexts[]`` with ``is_supporting`` flags (no hop type)."""
+    qid = ids.add(r.text("question_id"), r)
+    answers = [a for obj in r.objects("answers_objects", nonempty=True)
+               for a in obj.strings("spans", nonempty=True)]
+    paragraphs, gold = [], []
+    for j, c in enumerate(r.objects("contexts", nonempty=True)):
+        paragraphs.append(r.build(Passage, f"{qid}-{j}", c.text("title", empty=True),
+                                  " ".join(c.text("paragraph_text").split())))
+        if c.get("is_supporting") not in (True, False):
+            raise c.error("is_supporting", "true or false", c.get("is_supporting"))
+        if c.get("is_supporting"):
+            gold.append(paragraphs[-1].id)
+    extra = {"hop_type": None, "level": None, "paragraphs": paragraphs}
+    return r.build(Question, qid, r.text("question_text"), tuple(dict.fromkeys(answers)), "",
+                   "test", "hotpotqa", tuple(gold), extra)
 
 
 def _hotpot_pairs(r: Row, key: str, second: str) -> list[tuple[str, object, str]]:
@@ -325,9 +353,8 @@ _SPECS: dict[str, _Spec] = {
                       lambda path: table_rows(path, ("metadata", "problem", "answer")),
                       _simpleqa_rows, _simpleqa_rows),
     "hotpotqa": _Spec("hotpotqa/hotpot_qa", "distractor", "validation",
-                      ("hotpot_dev_distractor_v1.json",),
-                      lambda path: array_rows(json_document(path), str(path)),
-                      _hotpot_rows, _hotpot_rows),
+                      ("hotpot_dev_distractor_v1.json", "hotpot_dev_distractor_488.jsonl"),
+                      _hotpot_read, _hotpot_rows, _hotpot_rows),
     "popqa": _Spec("akariasai/PopQA", None, "test", ("popQA.tsv",),
                    lambda path: table_rows(path, ("id", "question", "possible_answers", "prop",
                                                   "subj", "s_pop"), delimiter="\t"),
