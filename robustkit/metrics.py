@@ -255,18 +255,20 @@ def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, n_resample
 
 
 def _gold_answers(answers: Iterable[str]) -> list[str]:
-    # a bare string would otherwise be read as a list of one-character answers
-    if isinstance(answers, (str, bytes)):
-        raise TypeError(f"answers must be a collection of strings, not a bare "
-                        f"{type(answers).__name__} ({answers!r:.40}); wrap it in a list")
-    return list(answers)
+    return list(_collection(answers, "answers"))
 
 
 def _ids(ids: Iterable[str]) -> Iterable[str]:
-    if isinstance(ids, (str, bytes)):  # "p-12" would be read as the ids "p", "-", "1", "2"
-        raise TypeError(f"relevant ids must be a collection of ids, not a bare "
-                        f"{type(ids).__name__} ({ids!r:.40}); wrap it in a list")
-    return ids
+    return _collection(ids, "relevant ids")
+
+
+def _collection(values: Iterable[str], what: str) -> Iterable[str]:
+    # a bare string would otherwise be read as a collection of its characters ("p-12" as the
+    # ids "p", "-", "1", "2"; "abc" as the answers "a", "b", "c")
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{what} must be a collection of strings, not a bare "
+                        f"{type(values).__name__} ({values!r:.40}); wrap it in a list")
+    return values
 
 
 def _tied_blocks(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
