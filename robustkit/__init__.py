@@ -5,9 +5,9 @@
     rk.data, rk.retrieval, rk.reader …  # the shared core
     rk.corm.labels(scale)               # a method's stages, experiments and figures
 
-The core — config, artifacts, data, retrieval, llm, reader, judges, methods, baselines,
-resources, metrics, plots, widgets — is shared; each method lives in its own folder (``corm/``)
-and imports only the core. Submodules load on first use, so ``import robustkit`` is cheap.
+The core — config, artifacts, data, retrieval, llm, reader, judges, nli, methods, baselines,
+adaptive, resources, metrics, truthfulqa, plots, widgets — is shared; each method lives in its own
+folder (``corm/``, ``fva/``) and imports only the core. Submodules load on first use, so ``import robustkit`` is cheap.
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("artifacts", "baselines", "bench", "config", "corm", "data", "gap", "judges", "llm",
-               "methods", "metrics", "plots", "reader", "resources", "retrieval", "widgets")
+_SUBMODULES = ("adaptive", "artifacts", "baselines", "bench", "config", "corm", "data", "fva", "gap",
+               "judges", "llm", "methods", "metrics", "nli", "plots", "reader", "resources",
+               "retrieval", "truthfulqa", "widgets")
 _FROM_CONFIG = ("get_scale", "with_overrides", "describe_environment", "Scale")
 
 

@@ -9,19 +9,20 @@ from robustkit.config import SCALES, OfflineModelError
 # errors whose message already says what is wrong and where (a bug still shows its traceback)
 KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError)
 
-METHODS = ("corm",)  # FVA-RAG, CounterRefine and AlignRAG join as their folders land
+METHODS = ("corm", "fva")  # CounterRefine and AlignRAG join as their folders land
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m robustkit")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="a method end to end at a scale (CoRM-RAG: perturb, label, "
-                         "distil the critics, evaluate; Table 1, Fig. 3-4)")
+    run = sub.add_parser("run", help="a method end to end at a scale (corm: perturb, label, distil "
+                         "the critics, evaluate, Table 1, Fig. 3-4; fva: FVA-RAG and its baselines "
+                         "on TruthfulQA, Table 2)")
     run.add_argument("method", nargs="?", default="corm", choices=METHODS)
     run.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny "
                      "(colab on a GPU)")
     run.add_argument("--seed", type=_seed, default=0)
-    run.add_argument("--no-llm-rerank", action="store_true", help="skip the slow LLM-rerank baseline")
+    run.add_argument("--no-llm-rerank", action="store_true", help="corm: skip the slow LLM-rerank baseline")
     sub.add_parser("bench", help="speed and memory of generator, cache, retrieval, model load")
     gap = sub.add_parser("gap", help="the relevance-robustness gap on data/mini")
     gap.add_argument("--retriever", default="dense", choices=["bm25", "dense", "hybrid"])
@@ -37,10 +38,16 @@ def main(argv=None) -> int:
 def _dispatch(args) -> None:
     if args.command == "run":
         from robustkit import config
-        from robustkit.corm import run as corm_run
 
         scale = config.with_overrides(config.get_scale(args.scale), seed=args.seed)
-        corm_run.main(scale, llm_rerank=not args.no_llm_rerank)
+        if args.method == "fva":
+            from robustkit.fva import run as fva_run
+
+            fva_run.main(scale)
+        else:
+            from robustkit.corm import run as corm_run
+
+            corm_run.main(scale, llm_rerank=not args.no_llm_rerank)
     elif args.command == "bench":
         from robustkit.bench import main as bench
 

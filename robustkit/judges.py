@@ -10,12 +10,23 @@ verdict per prediction, and has a ``name`` that artifact manifests record.
 - ``MatchThenJudge``: the normalised match, consulting a second judge only where the match
   rejects a non-empty, non-"unknown" answer.
 
-FVA-RAG's NLI adjudicator will live beside them.
+Adjudicators answer a different question — does a passage *contradict* an answer? — and score
+each (question, answer, passages) triple with one number per passage in [0, 1] (FVA-RAG takes the
+max over its anti-context):
+
+- ``NLIAdjudicator``: P(contradiction | premise = passage, hypothesis = question + answer) from an
+  NLI cross-encoder (``robustkit.nli``: the hub's DeBERTa on Colab, the kit's own offline).
+- ``AnswerConflict``: a deterministic second opinion for short answers — a passage sentence that
+  repeats most of the answer's content words *and* negates or debunks them.
 """
 from __future__ import annotations
 
+import re
 from typing import Protocol, Sequence
 
+import numpy as np
+
+from robustkit.data.records import normalize_answer
 from robustkit.metrics import substring_match
 
 
@@ -69,6 +80,102 @@ class MatchThenJudge:
             for i, verdict in zip(undecided, second):
                 verdicts[i] = bool(verdict)
         return verdicts
+
+
+class Adjudicator(Protocol):
+    name: str
+
+    def contradiction(self, questions: Sequence[str], answers: Sequence[str],
+                      passages: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
+
+
+class NLIAdjudicator:
+    """An NLI model's P(contradiction) that each passage refutes "question + answer".
+
+    The answer is read in the context of its question (a bare "No" or "arthritis" is no claim):
+    the hypothesis is ``hypothesis.format(question=..., answer=...)``. Passages are clipped to
+    ``max_words`` so the pair fits the model's window.
+    """
+
+    def __init__(self, classifier, *, hypothesis: str = "{question} {answer}", max_words: int = 60):
+        from robustkit.config import check_knob
+
+        check_knob("max_words", max_words, integer=True, low=1)
+        if "{answer}" not in hypothesis:
+            raise ValueError(f"the hypothesis template {hypothesis!r} must contain '{{answer}}'")
+        self.classifier, self.hypothesis, self.max_words = classifier, hypothesis, max_words
+        self.name = f"nli:{classifier.name}"
+
+    def contradiction(self, questions, answers, passages):
+        _check_triples(questions, answers, passages)
+        premises, hypotheses = [], []
+        for q, a, docs in zip(questions, answers, passages):
+            claim = self.hypothesis.format(question=q.strip(), answer=a.strip())
+            for d in docs:
+                premises.append(" ".join(d.split()[:self.max_words]))
+                hypotheses.append(claim)
+        probs = self.classifier.probabilities(premises, hypotheses) if premises else np.zeros((0, 3))
+        flat = probs[:, 2].astype(np.float32)  # columns: entailment, neutral, contradiction
+        return np.split(flat, np.cumsum([len(d) for d in passages])[:-1]) if passages else []
+
+
+NEGATION_CUES = frozenset({"not", "no", "never", "myth", "false", "untrue", "misconception", "wrong",
+                           "doesnt", "dont", "isnt", "arent", "wasnt", "cannot", "cant", "nothing",
+                           "neither", "nor", "debunked", "incorrect"})
+STOPWORDS = frozenset("a an the of in on at to for by with from and or is are was were be been "
+                      "it its this that these those you your they their he she his her as do does "
+                      "did will would can could should may might what which who whom whose when "
+                      "where why how if then than there here".split())
+
+
+class AnswerConflict:
+    """A deterministic check: some passage sentence holds at least ``overlap`` of the answer's
+    content words and a negation or debunking cue (1.0), else 0.0.
+
+    Meant for short answers, as a second opinion beside the NLI model: it has no notion of
+    meaning, so it misses paraphrased refutations and flags a sentence that negates something
+    else. An answer with no content word ("unknown") conflicts with nothing.
+    """
+
+    name = "answer-conflict"
+
+    def __init__(self, overlap: float = 0.5):
+        from robustkit.config import check_knob
+
+        check_knob("overlap", overlap, low=0, high=1, low_open=True)
+        self.overlap = overlap
+
+    def contradiction(self, questions, answers, passages):
+        _check_triples(questions, answers, passages)
+        return [np.array([self._conflicts(a, d) for d in docs], dtype=np.float32)
+                for a, docs in zip(answers, passages)]
+
+    def _conflicts(self, answer: str, passage: str) -> float:
+        claim = _content_words(answer)
+        if not claim:
+            return 0.0
+        for sentence in re.split(r"(?<=[.!?])\s+", passage):
+            words = set(normalize_answer(sentence.replace("'", "")).split())
+            if words & NEGATION_CUES and len(claim & words) >= self.overlap * len(claim):
+                return 1.0
+        return 0.0
+
+
+def _content_words(text: str) -> set[str]:
+    words = set(normalize_answer(text.replace("'", "")).split())
+    return words - STOPWORDS - NEGATION_CUES - {"unknown"}
+
+
+def _check_triples(questions, answers, passages) -> None:
+    for name, value in (("questions", questions), ("answers", answers), ("passages", passages)):
+        if isinstance(value, str):
+            raise TypeError(f"{name} must be a list, not one string")
+    if not len(questions) == len(answers) == len(passages):
+        raise ValueError(f"{len(questions)} questions, {len(answers)} answers and {len(passages)} "
+                         "passage lists: they must align one to one")
+    for i, docs in enumerate(passages):
+        if isinstance(docs, str):
+            raise TypeError(f"passages[{i}] is one string; each entry must be a list of passage texts")
 
 
 def _check_lengths(questions, predictions, answer_lists) -> None:

@@ -166,6 +166,83 @@ class Generator:
         return self._cached_map(prompts, params, lambda ids, groups: self._option_probs(ids, groups, first),
                                 batch_size, progress, desc, store=json.dumps, load=json.loads)
 
+    def continuation_logprobs(self, prompts: Sequence[Prompt], continuations: Sequence[str], *,
+                              batch_size: int | None = None, progress: bool | None = None,
+                              desc: str = "scoring") -> list[float]:
+        """log P(continuation | prompt) = Σ_t log p(c_t | prompt, c_<t), the continuation read as
+        the assistant's reply: the prompt rendered with the generation prompt, then the
+        continuation's tokens (TruthfulQA's MC scores, summed over the answer tokens only).
+
+        Logits and their log-softmax are formed at the continuation positions only, never over
+        the whole sequence. Each (prompt, continuation) pair is cached as the rendered
+        conversation. Pairs sharing a long token prefix (the options of a question about a
+        passage) have it computed once (``robustkit.prefix``), but only up to the reply, whose
+        every token needs its own logits.
+
+        Args:
+            prompts: user messages (str) or chat message lists not ending with an assistant turn.
+            continuations: one non-empty reply text per prompt.
+        Returns:
+            one summed log-probability (nats) per pair, in order.
+        """
+        import torch
+
+        _check_prompts(prompts)
+        if isinstance(continuations, str):
+            raise TypeError("continuations must be a list of strings, not a single str; wrap it in a list")
+        if len(continuations) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations: "
+                             "they must align one to one")
+        conversations, heads, fulls = [], [], []
+        for i, (prompt, text) in enumerate(zip(prompts, continuations)):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"continuation {i} must be a non-empty str, got {text!r:.60}")
+            if special := next((s for s in self.tokenizer.all_special_tokens if s in text), None):
+                # a control token would end the reply early and make the cache key ambiguous
+                raise ValueError(f"continuation {i} ({text!r:.60}) contains the control token {special!r}")
+            messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+            if messages[-1]["role"] == "assistant":
+                raise ValueError(f"prompt {i} already ends with an assistant message; the "
+                                 "continuation is the whole reply")
+            conversations.append([*messages, {"role": "assistant", "content": text}])
+            heads.append(self.render(prompt))
+            fulls.append(self.render(conversations[-1]))
+            if fulls[-1] != heads[-1] + text:
+                raise ValueError(f"continuation {i} ({text!r:.60}) is not kept verbatim by the chat "
+                                 "template (trailing whitespace?)")
+        tokenize = lambda texts: self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+        reply_length = {}  # full token ids -> how many of them are the reply's
+        for i, (head, full) in enumerate(zip(tokenize(heads), tokenize(fulls))):
+            if full[:len(head)] != head:
+                raise ValueError(f"continuation {i} ({continuations[i]!r:.60}) merges with the end of "
+                                 "the prompt when tokenized (leading whitespace?)")
+            reply_length[tuple(full)] = len(full) - len(head)
+
+        def score(token_ids, groups):
+            replies = {i: reply_length[tuple(token_ids[i])] for g, _ in groups for i in g}
+            # the shared prefix ends before the prompt's last token, whose logits predict c_1
+            groups = [(g, min(shared, *(len(token_ids[i]) - replies[i] - 1 for i in g)))
+                      for g, shared in groups]
+            with torch.inference_mode():
+                members, input_ids, mask, cache = prefix.prefill(self.model, token_ids, groups,
+                                                                 self.tokenizer.pad_token_id)
+                width = input_ids.shape[1] - cache.get_seq_length()
+                n = torch.tensor([replies[i] for i in members], device=input_ids.device)
+                longest = int(n.max())
+                # rows are left-padded, so every reply ends in the last column
+                logits = self.model(input_ids=input_ids[:, -width:], attention_mask=mask,
+                                    logits_to_keep=longest + 1,
+                                    position_ids=(mask.cumsum(-1) - 1).clamp(min=0)[:, -width:],
+                                    **prefix.cache_argument(self.model, cache)).logits[:, :-1].float()
+                targets = input_ids[:, -longest:]
+                token_lp = logits.log_softmax(-1).gather(-1, targets[..., None])[..., 0]
+                in_reply = torch.arange(longest, device=n.device) >= (longest - n)[:, None]
+                return torch.where(in_reply, token_lp, 0.0).sum(-1).tolist()
+
+        params = {"kind": "continuation-logprob"}
+        return self._cached_map(conversations, params, score, batch_size, progress, desc,
+                                store=json.dumps, load=json.loads)
+
     def _cached_map(self, prompts, params: dict, compute, batch_size, progress, desc, *,
                     store, load) -> list:
         """Apply ``compute`` (token ids, groups of prompts sharing a prefix -> one output per

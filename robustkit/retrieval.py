@@ -13,7 +13,7 @@ import numpy as np
 
 from robustkit.config import (ModelSpec, Scale, cache_dir, check_knob, get_scale, pick_device,
                               quiet_model_loading, resolve_model)
-from robustkit.data.records import Corpus
+from robustkit.data.records import Corpus, Passage
 
 
 @dataclass(frozen=True)
@@ -79,13 +79,24 @@ class DenseRetriever:
 
     name = "dense"
 
-    def __init__(self, corpus: Corpus, embedder: Embedder, *, batch_size: int = 64):
+    def __init__(self, corpus: Corpus, embedder: Embedder, *, batch_size: int = 64,
+                 embeddings: np.ndarray | None = None):
         import faiss
 
         self.corpus, self.embedder, self.batch_size = corpus, embedder, batch_size
-        embeddings = self._corpus_embeddings()
+        embeddings = self._corpus_embeddings() if embeddings is None else embeddings
+        self.embeddings = embeddings
         self.index = faiss.IndexFlatIP(embeddings.shape[1])
         self.index.add(embeddings)
+
+    def restricted_to(self, corpus: Corpus) -> "DenseRetriever":
+        """A retriever over ``corpus``, a subset of this one's passages, reusing their embeddings
+        (a base corpus inside its enriched version costs no encoding)."""
+        for p in corpus:
+            if p.id not in self.corpus or self.corpus[p.id] != p:
+                raise ValueError(f"passage {p.id!r} of corpus {corpus.name!r} is not in {self.corpus.name!r}")
+        rows = [self.corpus.position(p.id) for p in corpus]
+        return DenseRetriever(corpus, self.embedder, batch_size=self.batch_size, embeddings=self.embeddings[rows])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.embedder.encode(texts, self.batch_size)
@@ -174,3 +185,8 @@ def _check_search(queries: Sequence[str], k: int, corpus: Corpus) -> int:
             raise TypeError(f"query {i} is a {type(query).__name__}, expected str")
     check_knob("k", k, integer=True, low=1)
     return min(k, len(corpus))
+
+
+def top_passages(retriever: Retriever, corpus: Corpus, queries: Sequence[str], k: int) -> list[list[Passage]]:
+    """One retrieval call: the top-k passages (not just their ids) for each query."""
+    return [[corpus[h.doc_id] for h in row] for row in retriever.search(list(queries), k)]

@@ -65,3 +65,55 @@ def query_playground(similarity, critic, k: int = 5, example: str = ""):
     box.observe(show, names="value")
     show()
     return widgets.VBox([box, out])
+
+
+def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | None = None):
+    """FVA-RAG step by step: pick a question and a cache to see draft → kill queries →
+    anti-context with contradiction scores → verdict → revision; a τ slider shows, from the
+    recorded scores (nothing recomputed), which drafts that τ would falsify and the rate.
+
+    ``results`` is ``fva.pipeline.run``'s table; ``corpora`` maps (dataset, cache) to its corpus.
+    """
+    import json
+
+    import ipywidgets as widgets
+
+    fva = results[results["method"] == "fva-rag"]
+    if dataset:
+        fva = fva[fva["dataset"] == dataset]
+    fva = fva.reset_index(drop=True)
+    labels = [(f"[{r.dataset}/{r.cache}] {r.question[:70]}", i) for i, r in fva.iterrows()]
+    pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
+    tau = widgets.FloatSlider(value=float(json.loads(fva["trace"].iloc[0])["tau"]) if len(fva) else 0.5,
+                              min=0.0, max=1.0, step=0.05, description="τ", continuous_update=False)
+    out = widgets.Output()
+
+    def show(change=None):
+        with out:
+            out.clear_output()
+            row = fva.iloc[pick.value]
+            trace = json.loads(row["trace"])
+            corpus = corpora[(row["dataset"], row["cache"])]
+            print(f"Q: {row['question']}\ndraft: {trace['draft']}\nkill queries "
+                  f"({trace['kill_query_templates']} from templates):")
+            for query in trace["kill_queries"]:
+                print(f"  - {query}")
+            print("anti-context, P(contradiction):")
+            for doc, score in zip(trace["anti_context_ids"], trace["contradiction"]):
+                print(f"  {score:.3f}  {corpus[doc].content[:110]}")
+            worst = trace["max_contradiction"]
+            verdict = "FALSIFIED" if worst >= tau.value else "robust"
+            print(f"max {worst:.3f} vs τ = {tau.value:.2f} → {verdict} (the run used τ = {trace['tau']}: "
+                  f"{trace['verdict']})")
+            if trace["revision"] is not None:
+                print(f"revision: {trace['revision']}")
+            print(f"final answer true by TruthfulQA's rule: {bool(row['correct'])}")
+            scores = fva["trace"].map(lambda t: json.loads(t)["max_contradiction"])
+            print(f"\nat τ = {tau.value:.2f}: {100 * (scores >= tau.value).mean():.1f}% of {len(fva)} drafts "
+                  "would be falsified (their revisions at a new τ are not generated here)")
+
+    pick.observe(show, names="value")
+    tau.observe(show, names="value")
+    if len(fva):
+        show()
+    return widgets.VBox([pick, tau, out])

@@ -2,6 +2,7 @@
 from robustkit.data.benchmarks import (DATASETS, Dataset, corpus, data_dir, load, mirror_summary,
                                        truthfulqa_corpus)
 from robustkit.data.check import check_mini
+from robustkit.data.nli import NLI_LABELS, NLIPair, NLISet, load_nli
 from robustkit.data.mini import (MINI_DIR, mini_corpus, mini_fingerprint, mini_misconceptions,
                                  mini_multihop, mini_questions, mini_rewrites)
 from robustkit.data.records import (PERTURBATION_TYPES, Corpus, DataError, Misconception, Passage,
@@ -15,5 +16,5 @@ __all__ = [
     "mini_corpus", "mini_fingerprint", "mini_misconceptions", "mini_multihop", "mini_questions",
     "mini_rewrites", "PERTURBATION_TYPES", "Corpus", "DataError", "Misconception", "Passage",
     "Question", "Rewrite", "contains_answer", "has_answer", "normalize_answer", "read_csv",
-    "read_jsonl", "sha256_files", "write_jsonl",
+    "read_jsonl", "sha256_files", "write_jsonl", "NLI_LABELS", "NLIPair", "NLISet", "load_nli",
 ]

@@ -1,0 +1,147 @@
+"""FVA-RAG's tables from a run (``fva.pipeline.run``): Table 2 (accuracy and intervention per
+method × cache), Table 3 (per category), paired McNemar tests, how the two adjudicators agree,
+and falsified drafts beside their counter-evidence (the paper's Table 1).
+
+The question is the unit everywhere: each row of a run is one (dataset, cache, method,
+question), so confidence intervals resample questions and tests pair methods on the same one.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from robustkit.fva import paper
+from robustkit.metrics import bootstrap_ci, format_p, mcnemar
+
+METHOD_LABELS = {"vanilla": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
+                 "crag": "CRAG (cosine evaluator)", "fva-rag": "FVA-RAG"}
+
+
+def table2(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """Accuracy (TruthfulQA's rule, ROUGE-L and embedding) with a question-level 95% bootstrap CI,
+    and intervention rate, per dataset × method × cache; the paper's rows appended."""
+    rows = []
+    for (dataset, method, cache), frame in results.groupby(["dataset", "method", "cache"], sort=False):
+        low, high = bootstrap_ci(frame["correct"].to_numpy(), seed=seed)
+        intervened = frame["intervened"].dropna()
+        rows.append({"dataset": dataset, "method": method, "cache": cache,
+                     "accuracy": 100 * frame["correct"].mean(),
+                     "accuracy 95% CI": f"{100 * low:.1f}–{100 * high:.1f}",
+                     "CI low": 100 * low, "CI high": 100 * high,
+                     "accuracy (embedding)": 100 * frame["correct (embedding)"].mean(),
+                     "informative": 100 * frame["informative"].mean(),
+                     "intervention rate": 100 * intervened.astype(float).mean() if len(intervened) else np.nan,
+                     "retrieval calls": frame["retrieval_calls"].mean(),
+                     "model calls": frame["model_calls"].mean(), "n": len(frame), "source": "kit"})
+    kit = pd.DataFrame(rows)
+    published = paper.TABLE2.assign(dataset="truthfulqa", n=817)
+    return pd.concat([kit, published], ignore_index=True).round(2)
+
+
+def table3(results: pd.DataFrame, dataset: str = "truthfulqa") -> pd.DataFrame:
+    """Per category stratum (the paper's five and "other"), per cache: count, FVA-RAG's
+    intervention rate and every method's accuracy."""
+    frame = results[results["dataset"] == dataset]
+    accuracy = (frame.pivot_table(index=["cache", "stratum"], columns="method", values="correct",
+                                  aggfunc="mean") * 100).add_prefix("accuracy ")
+    fva = frame[frame["method"] == "fva-rag"].groupby(["cache", "stratum"])
+    table = pd.concat([fva.size().rename("n"),
+                       (fva["intervened"].apply(lambda s: s.astype(float).mean()) * 100).rename("intervention rate"),
+                       accuracy], axis=1)
+    return table.reset_index().round(1)
+
+
+def significance(results: pd.DataFrame, reference: str = "fva-rag") -> pd.DataFrame:
+    """Exact McNemar of the reference against every other method on the same questions, per
+    dataset and cache: improvements (only the reference right), regressions (only the other
+    right), n and p — uncorrected; the number of comparisons is the number of rows."""
+    rows = []
+    for (dataset, cache), frame in results.groupby(["dataset", "cache"], sort=False):
+        wide = frame.pivot(index="question_id", columns="method", values="correct")
+        for other in [m for m in wide.columns if m != reference]:
+            test = mcnemar(wide[reference].to_numpy(), wide[other].to_numpy())
+            rows.append({"dataset": dataset, "cache": cache, "reference": reference, "vs": other,
+                         "n": len(wide), "improvements": test["a_only"], "regressions": test["b_only"],
+                         "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
+    return pd.DataFrame(rows).assign(comparisons=lambda t: len(t))
+
+
+def adjudicator_agreement(results: pd.DataFrame, tau: float = paper.TAU) -> pd.DataFrame:
+    """NLI vs answer-conflict on the same (draft, anti-context passage) pairs of FVA-RAG's run:
+    how often each says "contradicts" (score >= τ), their raw agreement and Cohen's κ."""
+    fva = results[results["method"] == "fva-rag"]
+    nli, lexical = [], []
+    for trace, conflict in zip(fva["trace"], fva["answer_conflict"]):
+        scores = json.loads(trace)["contradiction"]
+        nli.extend(s >= tau for s in scores)
+        lexical.extend(c >= tau for c in conflict)
+    a, b = np.asarray(nli, bool), np.asarray(lexical, bool)
+    if not len(a):
+        return pd.DataFrame([{"pairs": 0}])
+    agree = float(np.mean(a == b))
+    chance = a.mean() * b.mean() + (1 - a.mean()) * (1 - b.mean())
+    kappa = (agree - chance) / (1 - chance) if chance < 1 else np.nan
+    return pd.DataFrame([{"pairs": len(a), "NLI contradicts": 100 * a.mean(),
+                          "answer-conflict contradicts": 100 * b.mean(), "both": int(np.sum(a & b)),
+                          "agreement": 100 * agree, "Cohen's kappa": kappa}]).round(3)
+
+
+def falsified_examples(results: pd.DataFrame, corpora: dict, n: int = 5) -> pd.DataFrame:
+    """Falsified drafts beside the passage that falsified them and the revision, from the run
+    (the paper's Table 1); ``corpora`` maps (dataset, cache) to its ``Corpus``. Fixed drafts
+    (wrong → right) first, then harmed, then the rest."""
+    fva = results[(results["method"] == "fva-rag") & results["intervened"].fillna(False).astype(bool)]
+    vanilla = results[results["method"] == "vanilla"].set_index(["dataset", "cache", "question_id"])["correct"]
+    rows = []
+    for _, row in fva.iterrows():
+        trace = json.loads(row["trace"])
+        worst = int(np.argmax(trace["contradiction"]))
+        passage = corpora[(row["dataset"], row["cache"])][trace["anti_context_ids"][worst]]
+        before = vanilla.get((row["dataset"], row["cache"], row["question_id"]), np.nan)
+        outcome = {(0, 1): "fixed", (1, 0): "harmed"}.get((before, row["correct"]), "unchanged")
+        rows.append({"dataset": row["dataset"], "cache": row["cache"], "question": row["question"],
+                     "draft": trace["draft"], "counter-evidence": passage.content[:160],
+                     "P(contradiction)": round(trace["contradiction"][worst], 3),
+                     "revision": trace["revision"], "outcome": outcome})
+    order = {"fixed": 0, "harmed": 1, "unchanged": 2}
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return table.sort_values("outcome", key=lambda s: s.map(order), kind="stable").head(n).reset_index(drop=True)
+
+
+def tau_sweep(results: pd.DataFrame, taus=np.linspace(0, 1, 21)) -> pd.DataFrame:
+    """Intervention rate if τ were moved, from the run's recorded contradiction scores (no new
+    model call): the share of drafts whose max contradiction clears each τ, per dataset × cache.
+    Accuracy at another τ needs the revisions that τ would trigger, so it is not estimated here."""
+    fva = results[results["method"] == "fva-rag"]
+    worst = fva["trace"].map(lambda t: json.loads(t)["max_contradiction"])
+    rows = [{"dataset": d, "cache": c, "tau": float(t), "intervention rate": 100 * float(np.mean(w >= t))}
+            for (d, c), w in worst.groupby([fva["dataset"], fva["cache"]]) for t in taus]
+    return pd.DataFrame(rows)
+
+
+def cost(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean retrieval calls, model calls and latency per question, per method (all datasets)."""
+    return (results.groupby("method")[["retrieval_calls", "model_calls", "latency_s"]].mean()
+            .rename(columns={"latency_s": "s/question"}).reset_index().round(3))
+
+
+def findings(table: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """What this run shows, in sentences computed from its tables (nothing typed in by hand)."""
+    kit = table[table["source"] == "kit"].set_index(["dataset", "cache", "method"])
+    lines = []
+    for (dataset, cache), part in tests.groupby(["dataset", "cache"], sort=False):
+        fva, vanilla = kit.loc[(dataset, cache, "fva-rag")], kit.loc[(dataset, cache, "vanilla")]
+        best = part.sort_values("p").iloc[0]
+        significant = part[part["p"] < 0.05]
+        lines.append(
+            f"{dataset}, cache {cache} (n = {int(fva['n'])}): FVA-RAG falsified "
+            f"{fva['intervention rate']:.1f}% of drafts; true answers {fva['accuracy']:.1f}% vs vanilla "
+            f"{vanilla['accuracy']:.1f}%. Paired McNemar, {len(part)} comparisons: "
+            + (f"{len(significant)} below p = 0.05" if len(significant) else "none below p = 0.05")
+            + f" (smallest p {best['p (exact McNemar)']} vs {best['vs']}: {int(best['improvements'])} "
+            f"improvements, {int(best['regressions'])} regressions).")
+    return "\n".join(lines)

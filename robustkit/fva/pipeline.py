@@ -1,0 +1,245 @@
+"""FVA-RAG's run: every method on the same questions, corpora (cache A and B), generator and
+retrieval budget, scored by TruthfulQA's own rule — one artifact under ``runs/<scale>/fva/``.
+
+    sets = rk.fva.eval_sets(cfg)     # which questions over which two frozen corpora
+    results = rk.fva.run(cfg)        # one row per (dataset, cache, method, question)
+
+The two caches follow the paper: **A** is the base corpus, **B** adds counter-evidence. For
+TruthfulQA they are the kit's frozen statement corpora (``rk.data.corpus("truthfulqa")`` and
+``"truthfulqa_enriched"``); for data/mini's misconception questions, A is data/mini without its
+debunking passages and B is all of data/mini.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit import resources
+from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds
+from robustkit.artifacts import stage
+from robustkit.baselines import FirstStage, RerankedRAG
+from robustkit.config import resolve_model, runs_dir
+from robustkit.data import Corpus, Misconception, corpus, load, mini_corpus, mini_fingerprint, mini_misconceptions
+from robustkit.data.records import read_jsonl, write_jsonl
+from robustkit.fva.config import FVAConfig, settings
+from robustkit.fva.method import PROMPT_VERSION, FVARAG
+from robustkit.judges import AnswerConflict, NLIAdjudicator
+from robustkit.methods import Query
+from robustkit.reader import READER_VERSION
+from robustkit.retrieval import DenseRetriever, load_embedder
+
+METHODS = ("vanilla", "self-rag", "crag", "fva-rag")
+# the paper's five TruthfulQA categories; every other category is pooled as "other"
+PAPER_CATEGORIES = ("Myths and Fairytales", "Paranormal", "Superstitions", "Fiction", "Health")
+TRUTH_RULE = "rouge"  # the headline similarity of TruthfulQA's rule; "embedding" is reported beside
+
+
+@dataclass
+class EvalSet:
+    name: str
+    items: list[Misconception]
+    caches: dict[str, Corpus]  # "A" (base) and "B" (counter-evidence enriched)
+    fingerprint: str
+
+
+def run_dir(cfg: FVAConfig | None = None) -> Path:
+    path = runs_dir(settings(cfg).scale) / "fva"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def eval_sets(cfg: FVAConfig | None = None) -> list[EvalSet]:
+    """The evaluated questions: TruthfulQA (all 817, or a seeded sample stratified over the paper's
+    categories at tiny), and at tiny also data/mini's held-out misconception questions."""
+    cfg = settings(cfg)
+    truthfulqa = load("truthfulqa")
+    items = stratified_sample(truthfulqa.records, cfg.n_truthfulqa, cfg.scale.seed)
+    sets = [EvalSet("truthfulqa", items, {"A": corpus("truthfulqa"), "B": corpus("truthfulqa_enriched")},
+                    truthfulqa.fingerprint)]
+    if cfg.scale.dataset == "mini":
+        full = mini_corpus()
+        base = Corpus([p for p in full if p.kind != "debunk"], "mini_base")
+        held_out = resources.sample(mini_misconceptions("test"), cfg.n_mini, cfg.scale.seed)
+        sets.insert(0, EvalSet("mini", held_out, {"A": base, "B": full}, mini_fingerprint()))
+    return sets
+
+
+def corpora(cfg: FVAConfig | None = None) -> dict[tuple[str, str], Corpus]:
+    """(dataset, cache) → its frozen corpus, for looking up the passages a run cites."""
+    return {(s.name, cache): c for s in eval_sets(cfg) for cache, c in s.caches.items()}
+
+
+def describe(cfg: FVAConfig | None = None) -> pd.DataFrame:
+    """One row per (dataset, cache): questions, passages and the corpus checksum."""
+    return pd.DataFrame([{"dataset": s.name, "cache": cache, "questions": len(s.items), "corpus": c.name,
+                          "passages": len(c), "sha256": c.checksum[:12]}
+                         for s in eval_sets(cfg) for cache, c in s.caches.items()])
+
+
+def stratified_sample(items: list[Misconception], n: int, seed: int) -> list[Misconception]:
+    """``n`` items, as equal a share as each stratum allows from each of the paper's five
+    categories and "other" (all when n is 0), drawn with ``seed``, in id order."""
+    if not n or n >= len(items):
+        return list(items)
+    strata: dict[str, list] = {}
+    for item in items:
+        strata.setdefault(stratum(item.category), []).append(item)
+    rng, chosen = random.Random(seed), []
+    pools = {name: rng.sample(pool, len(pool)) for name, pool in sorted(strata.items())}
+    while len(chosen) < n:  # round-robin over strata until n are drawn
+        for pool in pools.values():
+            if pool and len(chosen) < n:
+                chosen.append(pool.pop())
+    return sorted(chosen, key=lambda item: item.id)
+
+
+def stratum(category: str) -> str:
+    return category if category in PAPER_CATEGORIES else "other"
+
+
+def calibration_questions() -> list[str]:
+    """CRAG's threshold questions: data/mini's *training* misconception questions (never evaluated)."""
+    return [m.text for m in mini_misconceptions("train")]
+
+
+def adjudicator(cfg: FVAConfig | None = None):
+    """The adjudicator ``cfg.adjudicator`` names; prints which model decides."""
+    cfg = settings(cfg)
+    if cfg.adjudicator == "answer-conflict":
+        print("[robustkit] FVA adjudicator: answer-conflict (deterministic lexical check)")
+        return AnswerConflict()
+    from robustkit.nli import nli_model
+
+    return NLIAdjudicator(nli_model(cfg.scale, progress=False))
+
+
+def methods(cfg: FVAConfig, cache: Corpus, judge, superset: Corpus | None = None) -> dict:
+    """Every method over one corpus: one dense retriever, one generator, k passages per call.
+    With ``superset`` (cache B, holding all of cache A), A's retriever reuses B's embeddings."""
+    scale = cfg.scale
+    generator = resources.generator_for(scale)
+    retriever = _retriever(cache, scale, superset)
+    lower, upper = calibrate_thresholds(retriever, cache, calibration_questions(), cfg.k)
+    words = cfg.max_words or scale.max_passage_words
+    return {
+        "vanilla": RerankedRAG(retriever, FirstStage("dense"), generator, cache, m=cfg.k, c=cfg.k,
+                               max_words=words, name="vanilla"),
+        "self-rag": SelfRAG(retriever, generator, cache, k=cfg.k, max_words=words),
+        "crag": CRAG(retriever, generator, cache, upper=upper, lower=lower, k=cfg.k, max_words=words),
+        "fva-rag": FVARAG(retriever, generator, cache, judge, k=cfg.k, m=cfg.m_kill_queries, tau=cfg.tau,
+                          max_words=words, draft_tokens=cfg.draft_tokens, kill_tokens=cfg.kill_tokens,
+                          revision_tokens=cfg.revision_tokens),
+    }
+
+
+def run_log(cfg: FVAConfig | None = None, judge=None) -> dict:
+    """The paper's reproducibility checklist: model ids, prompt hashes, dataset fingerprints,
+    corpus sha256, adjudicator and τ — what the results artifact's manifest records."""
+    cfg = settings(cfg)
+    scale = cfg.scale
+    return {
+        "generator": resources.generator_for(scale).identity(),
+        "embedder": resolve_model("embedder", scale, verbose=False).name,
+        "prompts": {"reader": READER_VERSION, "fva": PROMPT_VERSION},
+        "datasets": {s.name: {"fingerprint": s.fingerprint, "questions": [i.id for i in s.items],
+                              "corpora": {c: {"name": x.name, "sha256": x.checksum} for c, x in s.caches.items()}}
+                     for s in eval_sets(cfg)},
+        "adjudicator": judge.name if judge is not None else cfg.adjudicator, "tau": cfg.tau,
+        "knobs": {"k": cfg.k, "m": cfg.m_kill_queries, "max_words": cfg.max_words, "draft_tokens": cfg.draft_tokens,
+                  "kill_tokens": cfg.kill_tokens, "revision_tokens": cfg.revision_tokens},
+        "seed": scale.seed, "truth rule": TRUTH_RULE,
+    }
+
+
+def run(cfg: FVAConfig | None = None, *, judge=None) -> pd.DataFrame:
+    """Every method × cache × evaluated question, scored (staged: reused when the run log matches)."""
+    from robustkit.truthfulqa import score_generations
+
+    cfg = settings(cfg)
+    judge = judge or adjudicator(cfg)
+    second_opinion = AnswerConflict()
+
+    def build(out: Path, scratch: Path) -> dict:
+        rows = []
+        for ev in eval_sets(cfg):
+            queries = [Query(f"{i.id}", i.id, i.text) for i in ev.items]
+            for cache_name, cache in ev.caches.items():
+                for name, method in methods(cfg, cache, judge, ev.caches["B"]).items():
+                    answers = method.answer(queries)
+                    similarity = {s: score_generations([a.text for a in answers], ev.items, similarity=s,
+                                                       **({"embedder": load_embedder(cfg.scale)} if s == "embedding" else {}))
+                                  for s in ("rouge", "embedding")}
+                    conflicts = (second_opinion.contradiction(
+                        [q.text for q in queries], [a.trace["draft"] for a in answers],
+                        [[cache[d].content for d in a.trace["anti_context_ids"]] for a in answers])
+                        if name == "fva-rag" else None)
+                    for j, (item, a) in enumerate(zip(ev.items, answers)):
+                        rows.append({
+                            "dataset": ev.name, "cache": cache_name, "method": name,
+                            "question_id": item.id, "question": item.text, "category": item.category,
+                            "stratum": stratum(item.category), "answer": a.text,
+                            "correct": float(similarity[TRUTH_RULE]["true"].iloc[j]),
+                            "correct (embedding)": float(similarity["embedding"]["true"].iloc[j]),
+                            "informative": bool(similarity[TRUTH_RULE]["informative"].iloc[j]),
+                            "diff": float(similarity[TRUTH_RULE]["diff"].iloc[j]),
+                            "intervened": _intervened(name, a.trace),
+                            "retrieval_calls": a.retrieval_calls, "model_calls": a.model_calls,
+                            "latency_s": a.latency_s, "passage_ids": a.passage_ids,
+                            **({"answer_conflict": [float(x) for x in conflicts[j]]} if conflicts is not None else {}),
+                            "trace": json.dumps(a.trace)})
+        write_jsonl(out, rows)
+        return {"rows": len(rows)}
+
+    return pd.DataFrame(stage(run_dir(cfg) / "results.jsonl", run_log(cfg, judge), build, read_jsonl))
+
+
+def mc_table(cfg: FVAConfig | None = None) -> pd.DataFrame:
+    """MC1 / MC2 of the generator alone (no retrieval) on the first ``n_mc`` evaluated TruthfulQA
+    questions (staged): the reader's own truthfulness, the floor the methods start from."""
+    from robustkit.truthfulqa import load_mc_task, mc_scores
+
+    cfg = settings(cfg)
+    items = next(s for s in eval_sets(cfg) if s.name == "truthfulqa").items
+    items = items[:cfg.n_mc] if cfg.n_mc else items
+    wanted = {i.id for i in items}
+    entries = [e for e in load_mc_task() if e.item_id in wanted]
+    generator = resources.generator_for(cfg.scale)
+    inputs = {"generator": generator.identity(), "questions": sorted(wanted)}
+
+    def build(out: Path, scratch: Path) -> dict:
+        write_jsonl(out, mc_scores(generator, entries).to_dict("records"))
+        return {"questions": len(entries)}
+
+    scores = pd.DataFrame(stage(run_dir(cfg) / "mc.jsonl", inputs, build, read_jsonl))
+    summary = scores.groupby(scores["category"].map(stratum))[["mc1", "mc2"]].mean()
+    summary.loc["all"] = scores[["mc1", "mc2"]].mean()
+    return (100 * summary).round(1).assign(n=scores.groupby(scores["category"].map(stratum)).size()
+                                           .reindex(summary.index).fillna(len(scores)).astype(int))
+
+
+def _intervened(method: str, trace: dict):
+    """Did the method override its first answer? FVA: the draft was falsified; CRAG: its
+    evaluator triggered a corrective retrieval; others: no such step (None)."""
+    if method == "fva-rag":
+        return trace["verdict"] == "falsified"
+    if method == "crag":
+        return trace["crag_action"] != "correct"
+    return None
+
+
+_RETRIEVERS: dict[tuple, DenseRetriever] = {}
+
+
+def _retriever(cache: Corpus, scale, superset: Corpus | None = None) -> DenseRetriever:
+    spec = resolve_model("embedder", scale, verbose=False)
+    key = (cache.checksum, spec)
+    if key not in _RETRIEVERS:
+        if superset is not None and superset.checksum != cache.checksum:
+            _RETRIEVERS[key] = _retriever(superset, scale).restricted_to(cache)
+        else:
+            _RETRIEVERS[key] = DenseRetriever(cache, load_embedder(spec))
+    return _RETRIEVERS[key]

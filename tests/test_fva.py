@@ -1,0 +1,175 @@
+"""FVA-RAG: kill-query parsing, the anti-context budget, τ deciding the verdict, the
+adjudicators, the adaptive baselines' control flow, and knobs checked before any work."""
+import numpy as np
+import pytest
+
+from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds, graded_retrieval
+from robustkit.data import mini_corpus, mini_misconceptions
+from robustkit.fva import settings
+from robustkit.fva.method import FVARAG, parse_queries
+from robustkit.fva.pipeline import stratified_sample, stratum
+from robustkit.judges import AnswerConflict, NLIAdjudicator
+from robustkit.methods import Query
+from robustkit.retrieval import DenseRetriever
+
+
+class CountingRetriever:
+    """The real dense retriever, counting its calls and the queries each call carried."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+
+    def search(self, queries, k):
+        self.calls.append((len(queries), k))
+        return self.inner.search(queries, k)
+
+
+@pytest.fixture(scope="module")
+def mini(embedder):
+    corpus = mini_corpus()
+    return corpus, DenseRetriever(corpus, embedder)
+
+
+@pytest.fixture(scope="module")
+def queries():
+    return [Query(m.id, m.id, m.text) for m in mini_misconceptions("test")[:3]]
+
+
+def test_parse_queries_drops_echoes_labels_repeats_and_the_question():
+    text = ("1. Question: Was Napoleon short?\n2. Proposed answer: No\n3. Query: Napoleon height myth\n"
+            "- \"Napoleon was average height\"\n4. napoleon height myth\n5. Was Napoleon unusually short?\n6. ")
+    assert parse_queries(text, exclude="Was Napoleon unusually short?") == [
+        "Napoleon height myth", "Napoleon was average height"]
+    assert parse_queries("1. " + "word " * 31) == []  # a rambling line is no query
+
+
+@pytest.mark.parametrize("tau, falsified", [(0.0, True), (1.0, False)])
+def test_tau_decides_the_verdict_and_the_budget_is_two_calls_of_k(generator, mini, queries, tau, falsified):
+    corpus, dense = mini
+    retriever = CountingRetriever(dense)
+
+    class Never:  # an adjudicator that never sees a contradiction: τ = 0 still falsifies (s >= τ)
+        name = "never"
+
+        def contradiction(self, questions, answers, passages):
+            return [np.zeros(len(p), dtype=np.float32) for p in passages]
+
+    fva = FVARAG(retriever, generator, corpus, Never(), k=2, m=3, tau=tau)
+    answers = fva.answer(queries)
+    # one call for the drafts, one shared by every kill query of every question
+    assert retriever.calls == [(len(queries), 2), (3 * len(queries), 2)]
+    for a in answers:
+        assert a.retrieval_calls == 2 and len(a.passage_ids) == 2
+        assert len(a.trace["kill_queries"]) == 3 and 0 <= a.trace["kill_query_templates"] <= 3
+        assert 1 <= len(a.trace["anti_context_ids"]) <= 2  # fused, then cut to k
+        assert (a.trace["verdict"] == "falsified") == falsified
+        assert a.model_calls == 2 + falsified
+        if falsified:
+            assert a.text == a.trace["revision"] and a.trace["revision"] is not None
+        else:
+            assert a.text == a.trace["draft"] and a.trace["revision"] is None
+
+
+def test_anti_context_fuses_kill_query_rankings_by_reciprocal_rank(generator, mini):
+    corpus, dense = mini
+    fva = FVARAG(dense, generator, corpus, AnswerConflict(), k=3)
+    kill = [["knuckle cracking arthritis", "cracking knuckles is harmless"], ["Great Wall of China visible from space"]]
+    fused = fva.anti_context(kill)
+    assert [len(d) for d in fused] == [3, 3]
+    single = [h.doc_id for h in dense.search(kill[1], 3)[0]]
+    assert [p.id for p in fused[1]] == single  # one kill query: its own ranking, unchanged
+    both = dense.search(kill[0], 3)
+    assert {p.id for p in fused[0]} <= {h.doc_id for hits in both for h in hits}
+
+
+def test_answer_conflict_needs_the_claim_and_a_negation_in_one_sentence():
+    judge = AnswerConflict()
+    passages = [["Cracking your knuckles does not cause arthritis. It is a harmless habit.",
+                 "Cracking your knuckles causes arthritis, people say.",
+                 "Arthritis is common. Nobody knows why knuckles crack, it is not studied."]]
+    scores = judge.contradiction(["Does cracking knuckles cause arthritis?"], ["knuckles cause arthritis"], passages)
+    assert scores[0].tolist() == [1.0, 0.0, 0.0]
+    assert judge.contradiction(["q"], ["unknown"], [["It is not known."]])[0].tolist() == [0.0]
+    assert [len(s) for s in judge.contradiction(["q", "r"], ["a", "b"], [[], ["x"]])] == [0, 1]
+
+
+def test_adjudicators_refuse_misaligned_input():
+    judge = AnswerConflict()
+    with pytest.raises(ValueError, match="align one to one"):
+        judge.contradiction(["q"], ["a", "b"], [["p"]])
+    with pytest.raises(TypeError, match="one string"):
+        judge.contradiction(["q"], ["a"], ["passage text"])
+    with pytest.raises(ValueError, match="overlap"):
+        AnswerConflict(overlap=0)
+    with pytest.raises(ValueError, match="answer"):
+        NLIAdjudicator(object(), hypothesis="{question}")
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"tau": 1.5}, "tau"), ({"tau": float("nan")}, "tau"), ({"m_kill_queries": 0}, "m_kill_queries"),
+    ({"k": 0}, "k"), ({"adjudicator": "gpt"}, "unknown adjudicator"), ({"cache": "C"}, "unknown FVA knob")])
+def test_bad_knobs_fail_before_any_work(changes, message):
+    with pytest.raises(ValueError, match=message):
+        settings("tiny", **changes)
+
+
+def test_method_refuses_bad_knobs(generator, mini):
+    corpus, dense = mini
+    for kwargs in ({"tau": -0.1}, {"m": 0}, {"k": 0}, {"kill_tokens": 0}):
+        with pytest.raises(ValueError):
+            FVARAG(dense, generator, corpus, AnswerConflict(), **kwargs)
+
+
+def test_crag_actions_follow_the_thresholds(generator, mini):
+    corpus, dense = mini
+    crag = CRAG(dense, generator, corpus, upper=0.8, lower=0.4)
+    assert [crag.action(np.array(s)) for s in ([0.9, 0.1], [0.5, 0.3], [0.39], [])] == [
+        "correct", "ambiguous", "incorrect", "incorrect"]
+    with pytest.raises(ValueError, match="lower <= upper"):
+        CRAG(dense, generator, corpus, upper=0.2, lower=0.4)
+
+
+def test_crag_thresholds_come_from_training_questions(mini, embedder, generator, queries):
+    corpus, dense = mini
+    train = [m.text for m in mini_misconceptions("train")]
+    lower, upper = calibrate_thresholds(dense, corpus, train)
+    assert -1 <= lower <= upper <= 1
+    best = np.array([hits[0].score for hits in dense.search(train, 3)])  # the grade: dense cosine
+    assert np.mean(best >= upper) == pytest.approx(1 / 3, abs=0.05)
+    assert np.mean(best < lower) == pytest.approx(1 / 3, abs=0.05)
+    docs, grades = graded_retrieval(dense, corpus, train[:2], 3)
+    q = embedder.encode(train[:1])[0]
+    direct = embedder.encode([p.content for p in docs[0]]) @ q
+    np.testing.assert_allclose(grades[0], direct, atol=1e-4)  # scores are real cosines
+    with pytest.raises(ValueError, match=">= 2 questions"):
+        calibrate_thresholds(dense, corpus, train[:1])
+    answers = CRAG(dense, generator, corpus, upper=upper, lower=lower).answer(queries)
+    for a in answers:
+        assert a.retrieval_calls == (1 if a.trace["crag_action"] == "correct" else 2)
+        assert 1 <= len(a.passage_ids) <= 3 and (a.trace["rewrite"] is None) == (a.retrieval_calls == 1)
+
+
+def test_self_rag_keeps_the_best_critiqued_candidate(generator, mini, queries):
+    corpus, dense = mini
+    answers = SelfRAG(dense, generator, corpus, k=3, relevance_threshold=0.0).answer(queries)
+    for a in answers:  # threshold 0: every passage is relevant, one candidate each
+        assert a.trace["selfrag_path"] == "retrieve" and len(a.trace["candidates"]) == 3
+        assert a.text in a.trace["candidates"] and a.model_calls == 3 + 2 * 3
+    closed = SelfRAG(dense, generator, corpus, k=3, relevance_threshold=1.0).answer(queries[:1])[0]
+    assert closed.trace["selfrag_path"] == "no relevant passage" and closed.passage_ids == []
+
+
+def test_stratified_sample_balances_the_paper_categories():
+    from robustkit.data import load
+
+    items = load("truthfulqa").records
+    chosen = stratified_sample(items, 48, seed=0)
+    counts = {}
+    for item in chosen:
+        counts[stratum(item.category)] = counts.get(stratum(item.category), 0) + 1
+    assert len(chosen) == 48 and len({i.id for i in chosen}) == 48
+    assert set(counts) == {"Myths and Fairytales", "Paranormal", "Superstitions", "Fiction", "Health", "other"}
+    assert set(counts.values()) == {8}  # 48 over 6 strata
+    assert [i.id for i in stratified_sample(items, 48, seed=0)] == [i.id for i in chosen]
+    assert [i.id for i in stratified_sample(items, 48, seed=1)] != [i.id for i in chosen]
+    assert len(stratified_sample(items, 0, seed=0)) == len(items)
