@@ -214,6 +214,8 @@ def train(pairs: Sequence[NLIPair], *, init: str, out: str | Path, recipe: Recip
       dropout only slows learning (and each step by ~10%); ``small``'s two epochs keep MiniLM's 0.1;
     - the word-embedding table (half of MiniLM's weights) frozen: its dense gradient and AdamW
       update cost time, and a few thousand pairs touch few of its rows;
+    - fused AdamW: one kernel over all weights, on CPU ~6× faster per step than the default
+      per-tensor loop (10 vs 64 ms for MiniLM's 11M trainable weights);
     - dynamic padding with length-grouped batches (pairs sorted by length within shuffled chunks
       of 50 batches), so a batch pads to its own longest pair, not to ``max_length``.
 
@@ -242,7 +244,7 @@ def train(pairs: Sequence[NLIPair], *, init: str, out: str | Path, recipe: Recip
     body = [p for n, p in model.named_parameters() if p.requires_grad and not _is_head(model, n)]
     optimizer = torch.optim.AdamW([{"params": body, "lr": recipe.lr},
                                    {"params": head, "lr": recipe.head_lr}],
-                                  weight_decay=recipe.weight_decay)
+                                  weight_decay=recipe.weight_decay, fused=True)
     # token type ids mark the hypothesis, as at inference
     encoded = tokenizer([p.premise for p in pairs], [p.hypothesis for p in pairs],
                         truncation=True, max_length=recipe.max_length)
