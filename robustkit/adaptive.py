@@ -27,9 +27,9 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query
+from robustkit.methods import Answer, Query, spread_latency
 from robustkit.reader import answer_with_context
-from robustkit.retrieval import top_passages
+from robustkit.retrieval import split_per_query, top_passages
 
 IS_RELEVANT = ("Passage: {passage}\n\nQuestion: {question}\nIs this passage relevant to the "
                "question? Answer yes or no.")
@@ -60,7 +60,7 @@ class SelfRAG:
         docs = top_passages(self.retriever, self.corpus, texts, self.k)
         relevance = self._yes([IS_RELEVANT.format(passage=self._clip(d), question=q)
                                for q, row in zip(texts, docs) for d in row], "IsRelevant")
-        relevance = np.split(relevance, np.cumsum([len(r) for r in docs])[:-1])
+        relevance = split_per_query(relevance, docs)
         kept = [[j for j, p in enumerate(rel) if p >= self.threshold] for rel in relevance]
         pairs = [(i, j) for i, js in enumerate(kept) for j in js]
         candidates = answer_with_context(self.generator, [texts[i] for i, _ in pairs],
@@ -88,7 +88,7 @@ class SelfRAG:
                 retrieval_calls=1, model_calls=len(docs[i]) + 2 * len(options) + (not options),
                 trace={**trace, "is_relevant": [float(p) for p in relevance[i]],
                        "candidates": [o[2] for o in options]}))
-        _spread_latency(answers, start)
+        spread_latency(answers, start)
         return answers
 
     def _yes(self, prompts: list[str], desc: str) -> np.ndarray:
@@ -141,7 +141,7 @@ class CRAG:
                           trace={"crag_action": actions[i], "evaluator_scores": [float(x) for x in s],
                                  "rewrite": rewrite_of.get(i)})
                    for i, (q, text, ctx, s) in enumerate(zip(queries, texts_out, contexts, scores))]
-        _spread_latency(answers, start)
+        spread_latency(answers, start)
         return answers
 
     def action(self, scores: np.ndarray) -> str:
@@ -173,10 +173,4 @@ def graded_retrieval(retriever, corpus: Corpus, texts: Sequence[str], k: int,
     if evaluator is None:
         return docs, [np.array([h.score for h in row], dtype=np.float32) for row in hits]
     flat = evaluator.score([q for q, row in zip(texts, docs) for _ in row], [d.content for row in docs for d in row])
-    return docs, np.split(np.asarray(flat, dtype=np.float32), np.cumsum([len(r) for r in docs])[:-1])
-
-
-def _spread_latency(answers: list[Answer], start: float) -> None:
-    per_query = (time.perf_counter() - start) / max(1, len(answers))
-    for a in answers:
-        a.latency_s = per_query
+    return docs, split_per_query(np.asarray(flat, dtype=np.float32), docs)

@@ -16,8 +16,9 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query
+from robustkit.methods import Answer, Query, spread_latency
 from robustkit.reader import answer_with_context
+from robustkit.retrieval import split_per_query
 
 
 class Reranker(Protocol):
@@ -154,15 +155,8 @@ class RerankedRAG:
                                     max_words=self.max_words)
         for a, text in zip(reading, texts):
             a.text = text
-        per_query = (time.perf_counter() - start) / max(1, len(queries))
-        for a in answers:
-            a.latency_s = per_query
+        spread_latency(answers, start)
         return answers
 
 
 ABSTAIN = "Abstain: Insufficient reliable evidence"
-
-
-def split_per_query(flat: np.ndarray, candidates: Sequence[Sequence[Passage]]) -> list[np.ndarray]:
-    """Split scores of the flattened (query, candidate) pairs back into one array per query."""
-    return np.split(flat, np.cumsum([len(docs) for docs in candidates])[:-1])

@@ -28,6 +28,7 @@ import numpy as np
 
 from robustkit.data.records import normalize_answer
 from robustkit.metrics import substring_match
+from robustkit.retrieval import split_per_query
 
 
 class Judge(Protocol):
@@ -116,7 +117,7 @@ class NLIAdjudicator:
                 hypotheses.append(claim)
         probs = self.classifier.probabilities(premises, hypotheses) if premises else np.zeros((0, 3))
         flat = probs[:, 2].astype(np.float32)  # columns: entailment, neutral, contradiction
-        return np.split(flat, np.cumsum([len(d) for d in passages])[:-1]) if passages else []
+        return split_per_query(flat, passages)
 
 
 NEGATION_CUES = frozenset({"not", "no", "never", "myth", "false", "untrue", "misconception", "wrong",

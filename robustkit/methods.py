@@ -10,6 +10,7 @@ happens afterwards, in ``run``, with one judge for every method.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Protocol, Sequence
 
@@ -54,6 +55,14 @@ class Method(Protocol):
     name: str
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]: ...
+
+
+def spread_latency(answers: Sequence[Answer], start: float) -> None:
+    """Give each answer of a batch its share of the batch's wall time since ``start``
+    (``time.perf_counter()``): methods batch their model calls, so per-query time is an average."""
+    per_query = (time.perf_counter() - start) / max(1, len(answers))
+    for a in answers:
+        a.latency_s = per_query
 
 
 def queries_from(frame: pd.DataFrame) -> list[Query]:

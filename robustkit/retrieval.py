@@ -187,6 +187,14 @@ def _check_search(queries: Sequence[str], k: int, corpus: Corpus) -> int:
     return min(k, len(corpus))
 
 
+def split_per_query(flat: np.ndarray, groups: Sequence[Sequence]) -> list[np.ndarray]:
+    """Split scores of flattened (query, candidate) pairs back into one array per query
+    (``groups[i]`` holds query i's candidates); no groups, no arrays."""
+    if not len(groups):
+        return []
+    return np.split(np.asarray(flat), np.cumsum([len(g) for g in groups])[:-1])
+
+
 def top_passages(retriever: Retriever, corpus: Corpus, queries: Sequence[str], k: int) -> list[list[Passage]]:
     """One retrieval call: the top-k passages (not just their ids) for each query."""
     return [[corpus[h.doc_id] for h in row] for row in retriever.search(list(queries), k)]

@@ -82,17 +82,18 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
     if dataset:
         fva = fva[fva["dataset"] == dataset]
     fva = fva.reset_index(drop=True)
+    traces = [json.loads(t) for t in fva["trace"]]
+    worst = pd.Series([t["max_contradiction"] for t in traces])
     labels = [(f"[{r.dataset}/{r.cache}] {r.question[:70]}", i) for i, r in fva.iterrows()]
     pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
-    tau = widgets.FloatSlider(value=float(json.loads(fva["trace"].iloc[0])["tau"]) if len(fva) else 0.5,
+    tau = widgets.FloatSlider(value=float(traces[0]["tau"]) if traces else 0.5,
                               min=0.0, max=1.0, step=0.05, description="τ", continuous_update=False)
     out = widgets.Output()
 
     def show(change=None):
         with out:
             out.clear_output()
-            row = fva.iloc[pick.value]
-            trace = json.loads(row["trace"])
+            row, trace = fva.iloc[pick.value], traces[pick.value]
             corpus = corpora[(row["dataset"], row["cache"])]
             print(f"Q: {row['question']}\ndraft: {trace['draft']}\nkill queries "
                   f"({trace['kill_query_templates']} from templates):")
@@ -101,15 +102,14 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
             print("anti-context, P(contradiction):")
             for doc, score in zip(trace["anti_context_ids"], trace["contradiction"]):
                 print(f"  {score:.3f}  {corpus[doc].content[:110]}")
-            worst = trace["max_contradiction"]
-            verdict = "FALSIFIED" if worst >= tau.value else "robust"
-            print(f"max {worst:.3f} vs τ = {tau.value:.2f} → {verdict} (the run used τ = {trace['tau']}: "
+            score = trace["max_contradiction"]
+            verdict = "FALSIFIED" if score >= tau.value else "robust"
+            print(f"max {score:.3f} vs τ = {tau.value:.2f} → {verdict} (the run used τ = {trace['tau']}: "
                   f"{trace['verdict']})")
             if trace["revision"] is not None:
                 print(f"revision: {trace['revision']}")
             print(f"final answer true by TruthfulQA's rule: {bool(row['correct'])}")
-            scores = fva["trace"].map(lambda t: json.loads(t)["max_contradiction"])
-            print(f"\nat τ = {tau.value:.2f}: {100 * (scores >= tau.value).mean():.1f}% of {len(fva)} drafts "
+            print(f"\nat τ = {tau.value:.2f}: {100 * (worst >= tau.value).mean():.1f}% of {len(fva)} drafts "
                   "would be falsified (their revisions at a new τ are not generated here)")
 
     pick.observe(show, names="value")

@@ -24,7 +24,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query
+from robustkit.methods import Answer, Query, spread_latency
 from robustkit.reader import answer_with_context
 from robustkit.retrieval import top_passages
 
@@ -101,9 +101,7 @@ class FVARAG:
                        "contradiction": [float(x) for x in scores[i]], "max_contradiction": worst[i],
                        "verdict": verdict, "revision": revised.get(i), "adjudicator": self.adjudicator.name,
                        "adjudicator_calls": len(negative[i]), "tau": self.tau}))
-        per_query = (time.perf_counter() - start) / max(1, len(queries))
-        for a in answers:
-            a.latency_s = per_query
+        spread_latency(answers, start)
         return answers
 
     def kill_queries(self, questions: Sequence[str], drafts: Sequence[str]) -> tuple[list[list[str]], list[int]]:

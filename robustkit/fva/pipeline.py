@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -55,7 +56,11 @@ def run_dir(cfg: FVAConfig | None = None) -> Path:
 def eval_sets(cfg: FVAConfig | None = None) -> list[EvalSet]:
     """The evaluated questions: TruthfulQA (all 817, or a seeded sample stratified over the paper's
     categories at tiny), and at tiny also data/mini's held-out misconception questions."""
-    cfg = settings(cfg)
+    return _eval_sets(settings(cfg))
+
+
+@lru_cache(maxsize=4)  # the run log, the run, the notebook's tables all ask: load and build once
+def _eval_sets(cfg: FVAConfig) -> list[EvalSet]:
     truthfulqa = load("truthfulqa")
     items = stratified_sample(truthfulqa.records, cfg.n_truthfulqa, cfg.scale.seed)
     sets = [EvalSet("truthfulqa", items, {"A": corpus("truthfulqa"), "B": corpus("truthfulqa_enriched")},
@@ -157,11 +162,11 @@ def run_log(cfg: FVAConfig | None = None, judge=None) -> dict:
 
 def run(cfg: FVAConfig | None = None, *, judge=None) -> pd.DataFrame:
     """Every method × cache × evaluated question, scored (staged: reused when the run log matches)."""
-    from robustkit.truthfulqa import score_generations
+    from robustkit.truthfulqa import SIMILARITIES, score_generations
 
     cfg = settings(cfg)
     judge = judge or adjudicator(cfg)
-    second_opinion = AnswerConflict()
+    second_opinion, embedder = AnswerConflict(), load_embedder(cfg.scale)
 
     def build(out: Path, scratch: Path) -> dict:
         rows = []
@@ -171,8 +176,7 @@ def run(cfg: FVAConfig | None = None, *, judge=None) -> pd.DataFrame:
                 for name, method in methods(cfg, cache, judge, ev.caches["B"]).items():
                     answers = method.answer(queries)
                     similarity = {s: score_generations([a.text for a in answers], ev.items, similarity=s,
-                                                       **({"embedder": load_embedder(cfg.scale)} if s == "embedding" else {}))
-                                  for s in ("rouge", "embedding")}
+                                                       embedder=embedder) for s in SIMILARITIES}
                     conflicts = (second_opinion.contradiction(
                         [q.text for q in queries], [a.trace["draft"] for a in answers],
                         [[cache[d].content for d in a.trace["anti_context_ids"]] for a in answers])
