@@ -7,7 +7,8 @@
 
 The core — config, artifacts, data, retrieval, llm, reader, judges, nli, methods, baselines,
 adaptive, resources, metrics, truthfulqa, plots, widgets — is shared; each method lives in its own
-folder (``corm/``, ``fva/``) and imports only the core. Submodules load on first use, so ``import robustkit`` is cheap.
+folder (``corm/``, ``fva/``, ``counterrefine/``) and imports only the core. Submodules load on
+first use, so ``import robustkit`` is cheap.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("adaptive", "artifacts", "baselines", "bench", "config", "corm", "data", "fva", "gap",
+_SUBMODULES = ("adaptive", "artifacts", "baselines", "bench", "config", "corm", "counterrefine", "data", "fva", "gap",
                "judges", "llm", "methods", "metrics", "nli", "plots", "reader", "resources",
                "retrieval", "truthfulqa", "widgets")
 _FROM_CONFIG = ("get_scale", "with_overrides", "describe_environment", "Scale")
@@ -34,6 +35,24 @@ def start(seed: int = 0, scale: str | None = None):
     dtype, _ = config.model_dtype(device)
     print(f"robustkit: scale={chosen.name} device={device} dtype={dtype} seed={seed}")
     return chosen
+
+
+def lazy_package(package: str, submodules: tuple[str, ...], names: dict[str, str]):
+    """``__getattr__`` and ``__dir__`` for a method package whose submodules load on first use:
+    ``submodules`` by name, ``names`` (attribute → submodule) from their submodule."""
+    import sys
+
+    def __getattr__(name):
+        if name in submodules:
+            return importlib.import_module(f"{package}.{name}")
+        if name in names:
+            return getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__():
+        return sorted({*vars(sys.modules[package]), *submodules, *names})
+
+    return __getattr__, __dir__
 
 
 def __getattr__(name):

@@ -4,7 +4,8 @@ Prints the CPU, generator calls/s in fp32 vs bf16 on it (and whether their answe
 tokens/s unbatched vs batched, call-cache replay vs generation, the teacher's workload with and
 without shared passage prefixes, BM25 and dense queries/s, model load time cold (GGUF
 conversion) vs cached, reranking latency (critic vs relevance CE vs LLM-rerank) with end-to-end
-queries/s with and without abstention, and peak RSS. Ratios are
+queries/s with and without abstention, CounterRefine's questions/s and model calls against
+Baseline-RAG's, and peak RSS. Ratios are
 against baselines measured in the same run. Timings are printed, never asserted.
 """
 from __future__ import annotations
@@ -167,6 +168,33 @@ def bench_corm(n_queries: int = 48) -> dict[str, float]:
     return out
 
 
+def bench_counterrefine(n_queries: int = 8) -> dict[str, float]:
+    """Questions/s of Baseline-RAG (the draft alone) and of CounterRefine at tiny, no call cache,
+    and their ratio of model calls. Every draft takes the REVISE path (threshold 0), the costliest
+    case: decision, answer line and citation."""
+    from robustkit.counterrefine import pipeline, settings
+    from robustkit.reader import answer_with_context
+    from robustkit.retrieval import top_passages
+
+    cfg = settings("tiny")
+    ev = pipeline.eval_sets(cfg)[0]
+    method = pipeline.methods(cfg, ev, revise_above=0.0)["counterrefine"]
+    method.generator = method.generator.with_cache(False)
+    texts = [q.text for q in ev.questions[:n_queries]]
+    answer_with_context(method.generator, texts[:1], top_passages(ev.retriever, ev.corpus, texts[:1], cfg.k),
+                        max_words=method.max_words, max_new_tokens=2)  # load + warm up kernels
+    start = time.perf_counter()
+    answer_with_context(method.generator, texts, top_passages(ev.retriever, ev.corpus, texts, cfg.k),
+                        max_words=method.max_words, max_new_tokens=cfg.draft_tokens)
+    out = {"baseline-rag q/s": len(texts) / (time.perf_counter() - start)}
+    start = time.perf_counter()
+    answers = method.answer([Query(str(i), q.id, q.text) for i, q in enumerate(ev.questions[:n_queries])])
+    out["counterrefine q/s"] = len(texts) / (time.perf_counter() - start)
+    out["baseline / counterrefine time"] = out["baseline-rag q/s"] / out["counterrefine q/s"]
+    out["model calls, counterrefine / baseline"] = sum(a.model_calls for a in answers) / len(answers)
+    return out
+
+
 def main() -> None:
     import torch
 
@@ -179,7 +207,8 @@ def main() -> None:
                  for n in (16, 32)]
     sections += [("teacher workload: shared passage prefixes (96 prompts)", bench_prefix_sharing)]
     sections += [("retrieval", bench_retrieval), ("model load", bench_load),
-                 ("risk-aware RAG (Algorithm 1)", bench_corm)]
+                 ("risk-aware RAG (Algorithm 1)", bench_corm),
+                 ("CounterRefine vs Baseline-RAG (8 two-hop questions)", bench_counterrefine)]
     for title, fn in sections:
         print(f"\n[{title}]")
         for key, value in fn().items():

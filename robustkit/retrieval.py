@@ -124,6 +124,52 @@ class DenseRetriever:
         return vectors
 
 
+class ScopedRetriever:
+    """Each question searches only its own passages: HotpotQA's distractor setting, where a
+    question's ten paragraphs are its whole corpus. All passages are embedded once (by the base
+    retriever); a search ranks a question's scope by cosine, exactly as a retriever over that
+    scope alone would. Use ``search_for`` (below) so methods serve shared and scoped corpora alike.
+    """
+
+    name = "dense-scoped"
+
+    def __init__(self, base: DenseRetriever, scopes: dict[str, Sequence[str]]):
+        self.base, self.corpus = base, base.corpus
+        self._rows = {}
+        for question_id, ids in scopes.items():
+            missing = [d for d in ids if d not in base.corpus]
+            if missing or not ids:
+                raise ValueError(f"scope of question {question_id!r} " + (
+                    f"names passages not in corpus {base.corpus.name!r}: {missing[:3]}" if missing else "is empty"))
+            self._rows[question_id] = np.array([base.corpus.position(d) for d in ids])
+
+    def search_for(self, question_ids: Sequence[str], queries: Sequence[str], k: int) -> list[list[Hit]]:
+        _check_search(queries, k, self.corpus)
+        if len(question_ids) != len(queries):
+            raise ValueError(f"{len(question_ids)} question ids but {len(queries)} queries")
+        unknown = sorted({q for q in question_ids if q not in self._rows})
+        if unknown:
+            raise KeyError(f"no passage scope for question(s) {unknown[:3]}")
+        vectors, results = self.base.embed(queries), []
+        for question_id, vector in zip(question_ids, vectors):
+            rows = self._rows[question_id]
+            scores = self.base.embeddings[rows] @ vector
+            order = np.argsort(-scores, kind="stable")[:k]
+            results.append([Hit(self.corpus.passages[rows[i]].id, float(scores[i]), r) for r, i in enumerate(order)])
+        return results
+
+    def identity(self) -> dict:
+        return {**self.base.identity(), "retriever": self.name, "scopes": len(self._rows)}
+
+
+def search_for(retriever, question_ids: Sequence[str], queries: Sequence[str], k: int) -> list[list[Hit]]:
+    """Search on behalf of questions: a ``ScopedRetriever`` ranks each question's own passages, any
+    other retriever its whole corpus (the question ids are then not needed)."""
+    if hasattr(retriever, "search_for"):
+        return retriever.search_for(list(question_ids), list(queries), k)
+    return retriever.search(list(queries), k)
+
+
 class HybridRetriever:
     """Reciprocal-rank fusion of BM25 and dense: score(d) = Σ_r 1 / (60 + rank_r(d))."""
 

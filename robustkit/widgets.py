@@ -1,4 +1,5 @@
-"""ipywidgets explorers: where moving a slider beats re-running a cell (notebook 04 uses both)."""
+"""ipywidgets explorers: where moving a slider or picking a question beats re-running a cell
+(notebooks 04, 05 and 06)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -117,3 +118,53 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
     if len(fva):
         show()
     return widgets.VBox([pick, tau, out])
+
+
+def refinement_explorer(results: pd.DataFrame, corpora: dict, method: str = "counterrefine"):
+    """CounterRefine step by step: pick a question (and a variant) to see draft → second-pass
+    queries → snippets with the queries that found them → decision → validation → final answer.
+
+    ``results`` is ``counterrefine.pipeline.run``'s table; ``corpora`` maps dataset to its corpus.
+    """
+    import json
+
+    import ipywidgets as widgets
+
+    variants = [m for m in results["method"].unique() if m != "baseline-rag"]
+    rows = results[results["method"] == method].reset_index(drop=True)
+    labels = [(f"[{r.dataset}] {'✓' if r.correct else '✗'} {r.question[:70]}", i) for i, r in rows.iterrows()]
+    pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
+    variant = widgets.Dropdown(options=variants, value=method, description="variant")
+    out = widgets.Output()
+
+    def show(change=None):
+        with out:
+            out.clear_output()
+            base = rows.iloc[pick.value]
+            row = results[(results["method"] == variant.value) & (results["dataset"] == base["dataset"])
+                          & (results["question_id"] == base["question_id"])].iloc[0]
+            trace, corpus = json.loads(row["trace"]), corpora[row["dataset"]]
+            print(f"Q ({trace['question_type']}): {row['question']}   gold: {row['gold'][0]}")
+            print(f"draft: {trace['draft']}\nsecond-pass queries ({trace['second_pass']}):")
+            for j, query in enumerate(trace["queries"]):
+                print(f"  q{j}: {query[:110]}")
+            print("snippets [id] found by:")
+            for i, (doc, found) in enumerate(zip(row["passage_ids"], trace["found_by"]), 1):
+                print(f"  [{i}] {','.join(f'q{j}' for j in found) or 'draft':8} {corpus[doc].content[:100]}")
+            p = f" (P(REVISE) {trace['p_revise']:.3f})" if trace.get("p_revise") is not None else ""
+            print(f"reply{p}:\n  " + trace["reply"].replace("\n", "\n  "))
+            print(f"validation: {trace['validation']}  →  final: {row['answer']}  "
+                  f"({'correct' if row['correct'] else 'wrong'}; the draft was "
+                  f"{'correct' if _draft_correct(results, row) else 'wrong'})")
+
+    pick.observe(show, names="value")
+    variant.observe(show, names="value")
+    if len(rows):
+        show()
+    return widgets.VBox([pick, variant, out])
+
+
+def _draft_correct(results: pd.DataFrame, row) -> bool:
+    base = results[(results["method"] == "baseline-rag") & (results["dataset"] == row["dataset"])
+                   & (results["question_id"] == row["question_id"])]
+    return bool(base["correct"].iloc[0])

@@ -4,30 +4,12 @@ import numpy as np
 import pytest
 
 from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds, graded_retrieval
-from robustkit.data import mini_corpus, mini_misconceptions
+from robustkit.data import mini_misconceptions
 from robustkit.fva import settings
 from robustkit.fva.method import FVARAG, parse_queries
 from robustkit.fva.pipeline import stratified_sample, stratum
 from robustkit.judges import AnswerConflict, NLIAdjudicator
 from robustkit.methods import Query
-from robustkit.retrieval import DenseRetriever
-
-
-class CountingRetriever:
-    """The real dense retriever, counting its calls and the queries each call carried."""
-
-    def __init__(self, inner):
-        self.inner, self.calls = inner, []
-
-    def search(self, queries, k):
-        self.calls.append((len(queries), k))
-        return self.inner.search(queries, k)
-
-
-@pytest.fixture(scope="module")
-def mini(embedder):
-    corpus = mini_corpus()
-    return corpus, DenseRetriever(corpus, embedder)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +26,9 @@ def test_parse_queries_drops_echoes_labels_repeats_and_the_question():
 
 
 @pytest.mark.parametrize("tau, falsified", [(0.0, True), (1.0, False)])
-def test_tau_decides_the_verdict_and_the_budget_is_two_calls_of_k(generator, mini, queries, tau, falsified):
+def test_tau_decides_the_verdict_and_the_budget_is_two_calls_of_k(counting, generator, mini, queries, tau, falsified):
     corpus, dense = mini
-    retriever = CountingRetriever(dense)
+    retriever = counting(dense)
 
     class Never:  # an adjudicator that never sees a contradiction: τ = 0 still falsifies (s >= τ)
         name = "never"

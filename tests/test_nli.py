@@ -168,7 +168,7 @@ def kit_model():
 
 @needs_mirror
 def test_kit_model_beats_chance_on_held_out_snli_dev(kit_model):
-    # measured on 1,000 SNLI-dev pairs: 0.74 at the tiny recipe (seeds 0-2: 0.68-0.74); chance 0.33
+    # measured: 0.75 on these 300 pairs, 0.71-0.78 on 1,000 others (training seeds 0-2); chance 1/3
     report = nli.evaluate(kit_model, load_nli("snli_dev"), limit=300, seed=123)
     print(report)
     assert report["accuracy"] >= 0.58, report

@@ -10,7 +10,7 @@ against it, let an NLI adjudicator decide, revise what is falsified.
 The baselines it is compared with (vanilla RAG, Self-RAG, CRAG) live in the core
 (``robustkit.baselines``, ``robustkit.adaptive``), the adjudicators in ``robustkit.judges``.
 """
-import importlib
+from robustkit import lazy_package
 
 _SUBMODULES = ("config", "experiments", "figures", "method", "paper", "pipeline")
 _NAMES = {"FVAConfig": "config", "settings": "config", "DEFAULTS": "config", "FVARAG": "method",
@@ -19,13 +19,4 @@ _NAMES = {"FVAConfig": "config", "settings": "config", "DEFAULTS": "config", "FV
           "mc_table": "pipeline"}
 
 
-def __getattr__(name):
-    if name in _SUBMODULES:
-        return importlib.import_module(f"robustkit.fva.{name}")
-    if name in _NAMES:
-        return getattr(importlib.import_module(f"robustkit.fva.{_NAMES[name]}"), name)
-    raise AttributeError(f"module 'robustkit.fva' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted({*globals(), *_SUBMODULES, *_NAMES})
+__getattr__, __dir__ = lazy_package(__name__, _SUBMODULES, _NAMES)

@@ -20,7 +20,6 @@ import re
 import time
 from typing import Sequence
 
-import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage

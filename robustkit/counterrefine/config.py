@@ -1,0 +1,84 @@
+"""CounterRefine's knobs, with per-scale defaults (the paper's values where it states them).
+
+    cfg = rk.counterrefine.settings(scale)                  # the defaults at this scale
+    cfg = rk.counterrefine.settings(scale, max_snippets=20) # one knob changed
+
+Baseline-RAG and every CounterRefine variant share ``k``, the generator, the corpus and the
+draft, so Table 3 and the Table 4 ablations compare like with like.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from robustkit.config import Scale, check_knob, get_scale
+
+DECODINGS = ("free", "constrained")
+CITABLE = 9  # constrained decoding cites one of snippets [1]..[9] (ids of one token each)
+
+
+@dataclass(frozen=True)
+class CounterRefineConfig:
+    scale: Scale
+    k: int = 5  # snippets per retrieval query (the paper's k = 5)
+    max_snippets: int = 15  # the second pass keeps at most this many merged snippets (paper: 15-20)
+    draft_tokens: int = 24  # decoding budgets: the draft, the DECISION/ANSWER/EVIDENCE reply
+    refine_tokens: int = 40
+    decoding: str = "free"  # "free" (the paper's one generation) or "constrained" (see method.refine)
+    n_calibration: int = 0  # training questions per dataset that set the REVISE threshold (0 = all)
+    max_words: int = 0  # snippets clipped to this many words in prompts (0 = the scale's)
+    n_multihop: int = 0  # tiny: data/mini two-hop test questions evaluated (0 = all 15)
+    n_factual: int = 0  # tiny: data/mini factual test questions evaluated (0 = all 56)
+    n_hotpotqa: int = 0  # small: HotpotQA distractor dev questions (0 = all 488)
+    n_nq: int = 0  # small: NQ-open oracle test questions (0 = all)
+
+    def __post_init__(self):
+        for f in fields(self):
+            if f.name == "decoding":
+                if self.decoding not in DECODINGS:
+                    raise ValueError(f"unknown decoding {self.decoding!r}; expected one of {list(DECODINGS)}")
+            elif f.name != "scale":
+                check_knob(f"CounterRefine knob {f.name}", getattr(self, f.name), integer=True,
+                           low=0 if f.name.startswith("n_") or f.name == "max_words" else 1)
+        if self.decoding == "constrained" and self.max_snippets > CITABLE:
+            raise ValueError(f"constrained decoding cites one of at most {CITABLE} snippets; "
+                             f"max_snippets is {self.max_snippets}")
+        if self.max_snippets < self.k:
+            raise ValueError(f"max_snippets ({self.max_snippets}) must be >= k ({self.k}): the "
+                             "second pass keeps at least the draft's own snippets")
+
+    def replace(self, **changes) -> "CounterRefineConfig":
+        return settings(self.scale, **{**_knobs(self), **changes})
+
+    def __repr__(self) -> str:
+        knobs = ", ".join(f"{k}={v}" for k, v in _knobs(self).items())
+        return f"CounterRefineConfig(scale={self.scale.name!r}, seed={self.scale.seed}, {knobs})"
+
+
+# tiny: samples of data/mini's two-hop and factual test questions, short snippets and a 9-snippet
+# second pass, sized for notebook 06's 4 CI minutes on a 2-core CPU (prefill dominates: each
+# refinement step re-reads its ~9 snippets); small: HotpotQA and NQ-open samples of 50, each
+# with 20 calibration questions (at 60-word snippets and 120 questions each, a 2-core CPU made
+# ~15 model calls a minute: about two hours). A 135M refiner cannot write the reply
+# format by itself, so both constrain its decoding; colab and paper models decode freely.
+DEFAULTS: dict[str, dict] = {
+    "tiny": dict(n_multihop=8, n_factual=8, n_calibration=6, max_words=30, max_snippets=9,
+                 draft_tokens=16, refine_tokens=24, decoding="constrained"),
+    "small": dict(n_hotpotqa=50, n_nq=50, n_calibration=20, max_words=40, max_snippets=9,
+                  decoding="constrained"),
+    "colab": {}, "paper": {}}
+
+
+def settings(scale: CounterRefineConfig | Scale | str | None = None, **changes) -> CounterRefineConfig:
+    """CounterRefine's knobs at a scale (its defaults, with ``changes``); a config passes through."""
+    if isinstance(scale, CounterRefineConfig):
+        return scale.replace(**changes) if changes else scale
+    scale = get_scale(scale)
+    known = {f.name for f in fields(CounterRefineConfig)} - {"scale"}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise ValueError(f"unknown CounterRefine knob(s) {unknown}; expected some of {sorted(known)}")
+    return CounterRefineConfig(scale, **{**DEFAULTS.get(scale.name, {}), **changes})
+
+
+def _knobs(cfg: CounterRefineConfig) -> dict:
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "scale"}

@@ -1,0 +1,179 @@
+"""CounterRefine's tables from a run (``counterrefine.pipeline.run``): Table 3 (Baseline-RAG vs
+CounterRefine), Table 4 (ablations), the outcome transitions of Fig. 3 with a paired test, why
+the validator rejected revisions, helped and hurt examples (Table 5) and the cost per question.
+
+The question is the unit: each row of a run is one (dataset, method, question), so confidence
+intervals resample questions and tests pair methods on the same question.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from robustkit.counterrefine import paper
+from robustkit.counterrefine.pipeline import BASELINE, VARIANTS
+from robustkit.metrics import bootstrap_ci, format_p, mcnemar, substring_match
+
+REFERENCE = "counterrefine"
+OUTCOMES = ("stay correct", "stay wrong", "fixed", "harmed")
+
+
+def table3(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """Correct (normalised match) with a question-level 95% bootstrap CI and token F1 for
+    Baseline-RAG and CounterRefine per dataset; the paper's SimpleQA rows appended."""
+    kit = _summary(results[results["method"].isin([BASELINE, REFERENCE])], seed)
+    return pd.concat([kit, paper.TABLE3], ignore_index=True)
+
+
+def table4(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """Every variant on the same questions: correct (CI), F1, revisions accepted (outputs changed)
+    and proposed, and the exact McNemar p of CounterRefine against it (uncorrected; the number
+    of comparisons is in the ``comparisons`` column)."""
+    table = _summary(results, seed)
+    tests = significance(results).set_index(["dataset", "vs"])
+    changed, proposed = [], []
+    for _, row in table.iterrows():
+        traces = _traces(results, row["dataset"], row["method"])
+        changed.append(100 * sum(t["changed"] for t in traces) / len(traces) if traces else 0.0)
+        proposed.append(100 * sum(t["decision"] == "REVISE" for t in traces) / len(traces) if traces else 0.0)
+    table["REVISE proposed %"], table["changed %"] = proposed, changed
+    table["p vs counterrefine"] = [tests["p (exact McNemar)"].get((d, m), "") for d, m in zip(table["dataset"], table["method"])]
+    table["comparisons"] = len(tests)
+    return table
+
+
+def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
+    """Exact McNemar of the reference against every other method on the same questions, per
+    dataset: improvements (only the reference right), regressions (only the other right), p."""
+    rows = []
+    for dataset, frame in results.groupby("dataset", sort=False):
+        wide = frame.pivot(index="question_id", columns="method", values="correct")
+        for other in [m for m in (BASELINE, *VARIANTS) if m in wide.columns and m != reference]:
+            test = mcnemar(wide[reference].to_numpy(), wide[other].to_numpy())
+            rows.append({"dataset": dataset, "reference": reference, "vs": other, "n": len(wide),
+                         "improvements": test["a_only"], "regressions": test["b_only"],
+                         "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
+    return pd.DataFrame(rows).assign(comparisons=lambda t: len(t))
+
+
+def transitions(results: pd.DataFrame, method: str = REFERENCE) -> pd.DataFrame:
+    """From the draft (Baseline-RAG) to ``method``'s answer, per question: stay correct / stay
+    wrong / fixed / harmed, as share (%) and count per dataset; the paper's shares appended."""
+    rows = []
+    for dataset, frame in results.groupby("dataset", sort=False):
+        before, after = _paired(frame, method)
+        outcome = pd.Series([_outcome(b, a) for b, a in zip(before, after)])
+        for name in OUTCOMES:
+            count = int((outcome == name).sum())
+            rows.append({"dataset": dataset, "outcome": name, "share": 100 * count / len(outcome),
+                         "count": count, "n": len(outcome), "source": "kit"})
+    rows += [{"dataset": "simpleqa (paper)", "outcome": name, "share": share, "count": None, "n": 4326,
+              "source": "paper"} for name, share in paper.TRANSITIONS.items()]
+    return pd.DataFrame(rows)
+
+
+def helped_vs_harmed(results: pd.DataFrame, method: str = REFERENCE) -> pd.DataFrame:
+    """Per dataset: outputs changed, fixed vs harmed and the exact McNemar p of the pair (the
+    paired test the paper's 4.2% fixed vs 0.2% harmed invites)."""
+    rows = []
+    for dataset, frame in results.groupby("dataset", sort=False):
+        before, after = _paired(frame, method)
+        test = mcnemar(after, before)
+        traces = _traces(results, dataset, method)
+        rows.append({"dataset": dataset, "n": len(before), "changed": sum(t["changed"] for t in traces),
+                     "changed %": 100 * sum(t["changed"] for t in traces) / len(traces),
+                     "fixed": test["a_only"], "harmed": test["b_only"],
+                     "p (exact McNemar)": format_p(test["p_value"])})
+    return pd.DataFrame(rows)
+
+
+def validation_outcomes(results: pd.DataFrame, method: str = REFERENCE) -> pd.DataFrame:
+    """What happened to each reply, per dataset: kept, malformed, accepted, or the validator's
+    reason for rejecting the REVISE (counts and share of the dataset's questions)."""
+    rows = []
+    for dataset in results["dataset"].unique():
+        traces = _traces(results, dataset, method)
+        reasons = pd.Series([t["validation"].split(":")[0] if t["validation"].startswith(("malformed", "cites snippet",
+                             "wrong answer type")) else t["validation"] for t in traces])
+        for reason, count in reasons.value_counts().items():
+            rows.append({"dataset": dataset, "outcome": reason, "count": int(count), "share": 100 * count / len(traces)})
+    return pd.DataFrame(rows)
+
+
+def examples(results: pd.DataFrame, method: str = REFERENCE, n: int = 6) -> pd.DataFrame:
+    """Helped (fixed) and hurt (harmed) questions from the run, then rejected revisions — those
+    that would have been right first — each with a one-line diagnosis computed from its trace."""
+    rows = []
+    for dataset, frame in results.groupby("dataset", sort=False):
+        mine = frame[frame["method"] == method].set_index("question_id")
+        base = frame[frame["method"] == BASELINE].set_index("question_id")["correct"]
+        for qid, row in mine.iterrows():
+            trace = json.loads(row["trace"])
+            outcome = _outcome(base[qid], row["correct"])
+            if outcome in ("fixed", "harmed") or (trace["proposed"] and trace["validation"] != "accepted"):
+                right = bool(substring_match(trace["proposed"] or "", row["gold"]))
+                rows.append({"dataset": dataset, "question": row["question"], "gold": row["gold"][0],
+                             "draft": trace["draft"], "proposed": trace["proposed"], "proposal right": right,
+                             "final": row["answer"], "outcome": outcome, "diagnosis": diagnose(trace, outcome)})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    rank = table["outcome"].map({"fixed": 0, "harmed": 1}).fillna(3) - table["proposal right"] * (table["outcome"] == "stay wrong")
+    return table.assign(rank=rank).sort_values("rank", kind="stable").drop(columns="rank").head(n).reset_index(drop=True)
+
+
+def diagnose(trace: dict, outcome: str) -> str:
+    """One line on why a question went the way it did, from its trace alone."""
+    if trace["validation"] != "accepted":
+        verdict = "kept the draft" if trace["validation"] == "keep" else f"revision blocked: {trace['validation']}"
+        return f"{verdict} (P(REVISE) {trace['p_revise']:.2f})" if trace.get("p_revise") is not None else verdict
+    queries = trace["queries"]
+    cited = [int(x) - 1 for x in "".join(c if c.isdigit() else " " for c in trace["evidence"] or "").split()]
+    found = sorted({queries[j] for i in cited if i < len(trace["found_by"]) for j in trace["found_by"][i]})
+    source = f"cited snippet found by {found}" if found else "cited one of the draft's own snippets"
+    return f"revision accepted, {source}; {'now correct' if outcome == 'fixed' else 'now wrong' if outcome == 'harmed' else 'no change in correctness'}"
+
+
+def cost(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean retrieval calls, snippets read by the last call, model calls and latency per question."""
+    return (results.groupby("method", sort=False)[["retrieval_calls", "snippets", "model_calls", "latency_s"]]
+            .mean().rename(columns={"latency_s": "s/question"}).reset_index().round(3))
+
+
+def findings(results: pd.DataFrame) -> str:
+    """What this run shows, in sentences computed from its tables (nothing typed in by hand)."""
+    t3 = table3(results).query("source == 'kit'").set_index(["dataset", "method"])
+    hh = helped_vs_harmed(results).set_index("dataset")
+    lines = []
+    for dataset in results["dataset"].unique():
+        b, c, h = t3.loc[(dataset, BASELINE)], t3.loc[(dataset, REFERENCE)], hh.loc[dataset]
+        lines.append(f"{dataset} (n = {int(c['n'])}): correct {b['correct']:.1f}% → {c['correct']:.1f}% "
+                     f"(F1 {b['f1']:.1f} → {c['f1']:.1f}); {int(h['changed'])} outputs changed "
+                     f"({h['changed %']:.1f}%), {int(h['fixed'])} fixed vs {int(h['harmed'])} harmed, "
+                     f"exact McNemar p {h['p (exact McNemar)']}.")
+    return "\n".join(lines)
+
+
+def _summary(results: pd.DataFrame, seed: int) -> pd.DataFrame:
+    rows = []
+    for (dataset, method), frame in results.groupby(["dataset", "method"], sort=False):
+        low, high = bootstrap_ci(frame["correct"].to_numpy(), seed=seed)
+        rows.append({"dataset": dataset, "method": method, "correct": 100 * frame["correct"].mean(),
+                     "correct 95% CI": f"{100 * low:.1f}–{100 * high:.1f}", "CI low": 100 * low,
+                     "CI high": 100 * high, "f1": 100 * frame["f1"].mean(), "n": len(frame), "source": "kit"})
+    return pd.DataFrame(rows).round(2)
+
+
+def _paired(frame: pd.DataFrame, method: str):
+    wide = frame.pivot(index="question_id", columns="method", values="correct")
+    return wide[BASELINE].to_numpy(), wide[method].to_numpy()
+
+
+def _outcome(before: float, after: float) -> str:
+    return {(1, 1): "stay correct", (0, 0): "stay wrong", (0, 1): "fixed", (1, 0): "harmed"}[(int(before), int(after))]
+
+
+def _traces(results: pd.DataFrame, dataset: str, method: str) -> list[dict]:
+    part = results[(results["dataset"] == dataset) & (results["method"] == method)]
+    return [json.loads(t) for t in part["trace"] if isinstance(t, str)]
