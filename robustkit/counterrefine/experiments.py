@@ -13,6 +13,7 @@ import pandas as pd
 
 from robustkit.counterrefine import paper
 from robustkit.counterrefine.pipeline import BASELINE, VARIANTS
+from robustkit.counterrefine.validate import REASONS, cited_snippets
 from robustkit.metrics import bootstrap_ci, format_p, mcnemar, substring_match
 
 REFERENCE = "counterrefine"
@@ -94,8 +95,7 @@ def validation_outcomes(results: pd.DataFrame, method: str = REFERENCE) -> pd.Da
     rows = []
     for dataset in results["dataset"].unique():
         traces = _traces(results, dataset, method)
-        reasons = pd.Series([t["validation"].split(":")[0] if t["validation"].startswith(("malformed", "cites snippet",
-                             "wrong answer type")) else t["validation"] for t in traces])
+        reasons = pd.Series([_reason(t["validation"]) for t in traces])
         for reason, count in reasons.value_counts().items():
             rows.append({"dataset": dataset, "outcome": reason, "count": int(count), "share": 100 * count / len(traces)})
     return pd.DataFrame(rows)
@@ -128,9 +128,8 @@ def diagnose(trace: dict, outcome: str) -> str:
     if trace["validation"] != "accepted":
         verdict = "kept the draft" if trace["validation"] == "keep" else f"revision blocked: {trace['validation']}"
         return f"{verdict} (P(REVISE) {trace['p_revise']:.2f})" if trace.get("p_revise") is not None else verdict
-    queries = trace["queries"]
-    cited = [int(x) - 1 for x in "".join(c if c.isdigit() else " " for c in trace["evidence"] or "").split()]
-    found = sorted({queries[j] for i in cited if i < len(trace["found_by"]) for j in trace["found_by"][i]})
+    queries, (cited, _) = trace["queries"], cited_snippets(trace["evidence"] or "")
+    found = sorted({queries[j] for i in cited if 0 <= i < len(trace["found_by"]) for j in trace["found_by"][i]})
     source = f"cited snippet found by {found}" if found else "cited one of the draft's own snippets"
     return f"revision accepted, {source}; {'now correct' if outcome == 'fixed' else 'now wrong' if outcome == 'harmed' else 'no change in correctness'}"
 
@@ -163,6 +162,11 @@ def _summary(results: pd.DataFrame, seed: int) -> pd.DataFrame:
                      "correct 95% CI": f"{100 * low:.1f}–{100 * high:.1f}", "CI low": 100 * low,
                      "CI high": 100 * high, "f1": 100 * frame["f1"].mean(), "n": len(frame), "source": "kit"})
     return pd.DataFrame(rows).round(2)
+
+
+def _reason(validation: str) -> str:
+    """A validation outcome without its details ("cites snippet 7, but …" → "cites snippet")."""
+    return next((r for r in REASONS if validation.startswith(r)), validation)
 
 
 def _paired(frame: pd.DataFrame, method: str):
