@@ -16,8 +16,8 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("adaptive", "artifacts", "baselines", "bench", "config", "corm", "counterrefine", "data", "fva", "gap",
-               "judges", "llm", "methods", "metrics", "nli", "plots", "reader", "resources",
+_SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "config", "corm", "counterrefine", "data", "fva", "gap",
+               "judges", "llm", "methods", "metrics", "nli", "plots", "qa_sets", "reader", "resources",
                "retrieval", "truthfulqa", "widgets")
 _FROM_CONFIG = ("get_scale", "with_overrides", "describe_environment", "Scale")
 

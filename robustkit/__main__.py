@@ -9,7 +9,7 @@ from robustkit.config import SCALES, OfflineModelError
 # errors whose message already says what is wrong and where (a bug still shows its traceback)
 KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError)
 
-METHODS = ("corm", "fva", "counterrefine")  # AlignRAG joins as its folder lands
+METHODS = ("corm", "fva", "counterrefine", "alignrag")
 
 
 def main(argv=None) -> int:
@@ -18,7 +18,8 @@ def main(argv=None) -> int:
     run = sub.add_parser("run", help="a method end to end at a scale (corm: perturb, label, distil "
                          "the critics, evaluate, Table 1, Fig. 3-4; fva: FVA-RAG and its baselines "
                          "on TruthfulQA, Table 2; counterrefine: CounterRefine, its ablations and "
-                         "Baseline-RAG, Table 3-4, Fig. 2-3)")
+                         "Baseline-RAG, Table 3-4, Fig. 2-3; alignrag: train the critics, CDA vs "
+                         "Self-Refine and baselines, Table 1 and 5, Fig. 2-4 and 6)")
     run.add_argument("method", nargs="?", default="corm", choices=METHODS)
     run.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny "
                      "(colab on a GPU)")
@@ -41,7 +42,11 @@ def _dispatch(args) -> None:
         from robustkit import config
 
         scale = config.with_overrides(config.get_scale(args.scale), seed=args.seed)
-        if args.method == "counterrefine":
+        if args.method == "alignrag":
+            from robustkit.alignrag.report import main as alignrag_main
+
+            alignrag_main(scale)
+        elif args.method == "counterrefine":
             from robustkit.counterrefine.report import main as counterrefine_main
 
             counterrefine_main(scale)

@@ -109,7 +109,7 @@ class Generator:
     @property
     def tokenizer(self):
         if self._tokenizer is None:
-            self._tokenizer = _load_tokenizer(_weights_dir(self.spec, self.dtype))
+            self._tokenizer = _load_tokenizer(weights_dir(self.spec, self.dtype))
         return self._tokenizer
 
     @property
@@ -311,7 +311,7 @@ def load_causal_lm(spec: ModelSpec, dtype: str, device: str = "cpu", reason: str
     import torch
     from transformers import AutoModelForCausalLM
 
-    weights = _weights_dir(spec, dtype)
+    weights = weights_dir(spec, dtype)
     key = (weights, dtype, device)
     if shared and key in _LOADED:
         return _LOADED[key]
@@ -338,7 +338,7 @@ def _load_tokenizer(weights: str):
     return tokenizer
 
 
-def _weights_dir(spec: ModelSpec, dtype: str) -> str:
+def weights_dir(spec: ModelSpec, dtype: str) -> str:
     """Where ``from_pretrained`` reads the weights: the spec's path, or the GGUF's converted copy."""
     if not spec.gguf_file:
         return spec.path

@@ -168,3 +168,35 @@ def _draft_correct(results: pd.DataFrame, row) -> bool:
     base = results[(results["method"] == "baseline-rag") & (results["dataset"] == row["dataset"])
                    & (results["question_id"] == row["question_id"])]
     return bool(base["correct"].iloc[0])
+
+
+def trajectory_explorer(results: pd.DataFrame):
+    """AlignRAG round by round: pick a question and a refiner to see each round's critique, the
+    rationale it led to and the answer (``alignrag.pipeline.run``'s table)."""
+    import ipywidgets as widgets
+
+    refiners = [m for m in results["method"].unique() if results.loc[results["method"] == m, "iteration"].max() > 0]
+    start = results[results["iteration"] == 0].drop_duplicates("question_id").reset_index(drop=True)
+    labels = [(f"[{r.dataset}] {r.question[:70]}", r.question_id) for r in start.itertuples()]
+    pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
+    refiner = widgets.Dropdown(options=refiners, description="refiner",
+                               value="alignrag (cft)" if "alignrag (cft)" in refiners else refiners[0])
+    out = widgets.Output()
+
+    def show(change=None):
+        with out:
+            out.clear_output()
+            rows = results[(results["question_id"] == pick.value) & (results["method"] == refiner.value)]
+            first = rows.iloc[0]
+            print(f"Q: {first['question']}   gold: {first['gold'][0]}   "
+                  f"retrieval: {'informative' if first['informative'] else 'noisy'}")
+            for r in rows.sort_values("iteration").itertuples():
+                if r.iteration:
+                    print(f"  critique {r.iteration}: {r.critique}")
+                print(f"  y{r.iteration} {'✓' if r.correct else '✗'}  reasoning: {r.rationale}\n      answer: {r.answer}")
+
+    pick.observe(show, names="value")
+    refiner.observe(show, names="value")
+    if labels:
+        show()
+    return widgets.VBox([pick, refiner, out])

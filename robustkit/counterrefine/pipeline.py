@@ -13,8 +13,6 @@ differ only by what the second pass changes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -24,13 +22,12 @@ from robustkit.artifacts import stage
 from robustkit.config import resolve_model, runs_dir
 from robustkit.counterrefine.config import CounterRefineConfig, settings
 from robustkit.counterrefine.method import PROMPT_VERSION, CounterRefine, calibrate_revise_threshold
-from robustkit.data import Corpus, Question, corpus, load, mini_corpus, mini_fingerprint, mini_multihop, mini_questions
 from robustkit.data.records import read_jsonl, write_jsonl
 from robustkit.judges import NormalisedMatch
 from robustkit.methods import Query
 from robustkit.metrics import token_f1
+from robustkit.qa_sets import QASet, short_answer_sets
 from robustkit.reader import READER_VERSION
-from robustkit.retrieval import DenseRetriever, ScopedRetriever, load_embedder
 
 BASELINE = "baseline-rag"
 # Table 4: each ablation is CounterRefine with one part removed
@@ -40,62 +37,27 @@ VARIANTS = {"counterrefine": {}, "question-only second pass": {"second_pass": "q
 METHODS = (BASELINE, *VARIANTS)
 
 
-@dataclass
-class EvalSet:
-    name: str
-    questions: list[Question]  # evaluated
-    calibration: list[Question]  # training questions that set the REVISE threshold, never evaluated
-    corpus: Corpus
-    retriever: object  # DenseRetriever, or ScopedRetriever (each question its own paragraphs)
-    fingerprint: str
-
-
 def run_dir(cfg: CounterRefineConfig | None = None) -> Path:
     path = runs_dir(settings(cfg).scale) / "counterrefine"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def eval_sets(cfg: CounterRefineConfig | None = None) -> list[EvalSet]:
-    """The evaluated datasets at the config's scale, each with its calibration questions."""
-    return _eval_sets(settings(cfg))
-
-
-@lru_cache(maxsize=4)
-def _eval_sets(cfg: CounterRefineConfig) -> list[EvalSet]:
-    scale, pick = cfg.scale, resources.sample
-    embedder = load_embedder(scale)
-    if scale.dataset == "mini":
-        mini = mini_corpus()
-        dense = DenseRetriever(mini, embedder)
-        return [EvalSet(name, pick(test, n, scale.seed), pick(train, cfg.n_calibration, scale.seed), mini,
-                        dense, mini_fingerprint())
-                for name, test, train, n in (
-                    ("mini-multihop", mini_multihop("test"), mini_multihop("train"), cfg.n_multihop),
-                    ("mini-factual", mini_questions("test"), mini_questions("train"), cfg.n_factual))]
-    hotpot = load("hotpotqa")
-    evaluated = pick(hotpot.records, cfg.n_hotpotqa, scale.seed)
-    chosen = {q.id for q in evaluated}
-    held_out = [q for q in hotpot.records if q.id not in chosen]  # HotpotQA ships no train split here
-    paragraphs = Corpus([p for q in hotpot.records for p in q.extra["paragraphs"]], "hotpotqa-paragraphs")
-    scoped = ScopedRetriever(DenseRetriever(paragraphs, embedder),
-                             {q.id: [p.id for p in q.extra["paragraphs"]] for q in hotpot.records})
-    oracle, nq = corpus("nq_open_oracle"), load("nq_open_oracle", "test")
-    return [EvalSet("hotpotqa", evaluated, pick(held_out, cfg.n_calibration, scale.seed) if held_out else [],
-                    paragraphs, scoped, hotpot.fingerprint),
-            EvalSet("nq_open", pick(nq.records, cfg.n_nq, scale.seed),
-                    pick(load("nq_open_oracle", "train").records, cfg.n_calibration, scale.seed),
-                    oracle, DenseRetriever(oracle, embedder), nq.fingerprint)]
+def eval_sets(cfg: CounterRefineConfig | None = None) -> list[QASet]:
+    """The evaluated datasets at the config's scale, each with its calibration questions (``train``)."""
+    cfg = settings(cfg)
+    return short_answer_sets(cfg.scale, n_multihop=cfg.n_multihop, n_factual=cfg.n_factual,
+                             n_hotpotqa=cfg.n_hotpotqa, n_nq=cfg.n_nq, n_train=cfg.n_calibration)
 
 
 def describe(cfg: CounterRefineConfig | None = None) -> pd.DataFrame:
     """One row per dataset: evaluated and calibration questions, the corpus and its checksum."""
-    return pd.DataFrame([{"dataset": s.name, "questions": len(s.questions), "calibration": len(s.calibration),
+    return pd.DataFrame([{"dataset": s.name, "questions": len(s.questions), "calibration": len(s.train),
                           "corpus": s.corpus.name, "passages": len(s.corpus), "retriever": s.retriever.name,
                           "sha256": s.corpus.checksum[:12]} for s in eval_sets(cfg)])
 
 
-def methods(cfg: CounterRefineConfig, ev: EvalSet, revise_above: float = 0.5) -> dict[str, CounterRefine]:
+def methods(cfg: CounterRefineConfig, ev: QASet, revise_above: float = 0.5) -> dict[str, CounterRefine]:
     """CounterRefine and its ablations over one dataset: one generator, one retriever, one k."""
     generator = resources.generator_for(cfg.scale)
     common = dict(k=cfg.k, max_snippets=cfg.max_snippets, decoding=cfg.decoding, revise_above=revise_above,
@@ -104,15 +66,15 @@ def methods(cfg: CounterRefineConfig, ev: EvalSet, revise_above: float = 0.5) ->
             for name, changes in VARIANTS.items()}
 
 
-def calibrate(cfg: CounterRefineConfig, ev: EvalSet) -> dict:
+def calibrate(cfg: CounterRefineConfig, ev: QASet) -> dict:
     """The REVISE threshold for constrained decoding, from the dataset's calibration questions:
     their drafts' error rate and the refiner's P(REVISE) on each (``calibrate_revise_threshold``)."""
-    if cfg.decoding == "free" or not ev.calibration:
+    if cfg.decoding == "free" or not ev.train:
         return {"revise_above": 0.5, "questions": 0, "draft_error": None}
     probe = methods(cfg, ev, revise_above=1.0)["counterrefine"]  # decide only: nothing is revised
-    answers = probe.answer([Query(q.id, q.id, q.text) for q in ev.calibration])
-    correct = NormalisedMatch()([q.text for q in ev.calibration], [a.text for a in answers],
-                                [q.answers for q in ev.calibration])
+    answers = probe.answer([Query(q.id, q.id, q.text) for q in ev.train])
+    correct = NormalisedMatch()([q.text for q in ev.train], [a.text for a in answers],
+                                [q.answers for q in ev.train])
     threshold = calibrate_revise_threshold([a.trace["p_revise"] for a in answers], correct)
     return {"revise_above": threshold, "questions": len(answers), "draft_error": 1 - sum(correct) / len(correct)}
 
@@ -125,7 +87,7 @@ def run_log(cfg: CounterRefineConfig | None = None) -> dict:
         "embedder": resolve_model("embedder", cfg.scale, verbose=False).name,
         "prompts": {"reader": READER_VERSION, "counterrefine": PROMPT_VERSION},
         "datasets": {s.name: {"fingerprint": s.fingerprint, "questions": [q.id for q in s.questions],
-                              "calibration": [q.id for q in s.calibration], "corpus": s.corpus.checksum}
+                              "calibration": [q.id for q in s.train], "corpus": s.corpus.checksum}
                      for s in eval_sets(cfg)},
         "knobs": {k: v for k, v in vars(cfg).items() if k != "scale"}, "seed": cfg.scale.seed,
     }
@@ -153,7 +115,7 @@ def run(cfg: CounterRefineConfig | None = None) -> pd.DataFrame:
     return pd.DataFrame(stage(run_dir(cfg) / "results.jsonl", run_log(cfg), build, read_jsonl))
 
 
-def _rows(ev: EvalSet, method: str, texts, answers, judge, baseline: bool = False) -> list[dict]:
+def _rows(ev: QASet, method: str, texts, answers, judge, baseline: bool = False) -> list[dict]:
     correct = judge([q.text for q in ev.questions], texts, [q.answers for q in ev.questions])
     return [{"dataset": ev.name, "method": method, "question_id": q.id, "question": q.text,
              "gold": list(q.answers), "answer": text, "correct": float(ok), "f1": token_f1(text, q.answers),

@@ -1,0 +1,146 @@
+"""AlignRAG: knobs checked before any work, the CDA loop's calls and trajectory, the closed-book
+baseline, guards before training, a real (tiny) LoRA fit and what it changes, and the pipeline's
+grouping of datasets by retriever."""
+import json
+
+import pytest
+
+from robustkit.alignrag import method, pipeline, settings, train
+from robustkit.alignrag.critique import CRITIQUE_HEAD
+from robustkit.alignrag.method import SELF, AlignRAG, ChainOfThought, align
+from robustkit.data import mini_questions
+from robustkit.methods import Query
+from robustkit.qa_sets import QASet
+
+BUDGETS = dict(rationale_tokens=6, answer_tokens=4, critique_tokens=6)
+
+
+class CountingGenerator:
+    """A real generator, counting its generate calls and the prompts each carried."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+
+    @property
+    def model_id(self):
+        return self.inner.model_id
+
+    def generate(self, prompts, **kw):
+        self.calls.append(len(prompts))
+        return self.inner.generate(prompts, **kw)
+
+
+@pytest.mark.parametrize("knob, value", [("iterations", -1), ("lora_r", 0), ("k", 0), ("learning_rate", 0.0),
+                                         ("learning_rate", float("nan")), ("epochs", 1.5), ("lora_layers", -2)])
+def test_bad_knobs_are_refused_by_name(knob, value):
+    with pytest.raises(ValueError, match=knob):
+        settings("tiny", **{knob: value})
+
+
+def test_unknown_knob_and_bad_method_arguments():
+    with pytest.raises(ValueError, match="unknown AlignRAG knob"):
+        settings("tiny", rounds=3)
+    with pytest.raises(ValueError, match="iterations"):
+        AlignRAG(None, None, None, iterations=-1)
+    with pytest.raises(ValueError, match="unknown critic variant"):
+        train.train_critic(settings("tiny"), "sft")
+
+
+def test_cda_shares_retrieval_and_y0_and_batches_critics_per_model(generator, mini, counting):
+    corpus, dense = mini
+    retriever, gen = counting(dense), CountingGenerator(generator)
+    common = dict(k=2, max_words=15, **BUDGETS)
+    refiners = [AlignRAG(retriever, gen, corpus, critic=SELF, iterations=2, name="self-refine", **common),
+                AlignRAG(retriever, gen, corpus, critic=generator, iterations=1, name="frozen critic", **common)]
+    questions = mini_questions("test")[:2]
+    out = align(refiners, [Query(q.id, q.id, q.text) for q in questions])
+    assert retriever.calls == [(2, 2)]  # one retrieval call for every question and refiner
+    # y0 (reasoning + answer); round 1: both critics share one model -> one critique call, one
+    # reasoning and one answer call for both refiners; round 2: self-refine alone
+    assert gen.calls == [2, 2, 4, 4, 4, 2, 2, 2]
+    for name, rounds in (("self-refine", 2), ("frozen critic", 1)):
+        for a in out[name]:
+            steps = a.trace["trajectory"]
+            assert [s["iteration"] for s in steps] == list(range(rounds + 1))
+            assert steps[0]["critique"] is None and all(s["critique"].startswith(CRITIQUE_HEAD) for s in steps[1:])
+            assert a.text == steps[-1]["answer"] and a.model_calls == 2 + 3 * rounds and a.retrieval_calls == 1
+    first = [a.trace["trajectory"][0] for a in out["self-refine"]]
+    assert first == [a.trace["trajectory"][0] for a in out["frozen critic"]]  # the same y0
+    # the critics read different prompts, so they may critique the same y0 differently
+    assert out["self-refine"][0].trace["critic"] == "the generator itself"
+
+
+def test_refiners_that_differ_in_shared_settings_are_refused(generator, mini):
+    corpus, dense = mini
+    a = AlignRAG(dense, generator, corpus, k=2, name="a", **BUDGETS)
+    b = AlignRAG(dense, generator, corpus, k=3, name="b", **BUDGETS)
+    with pytest.raises(ValueError, match="differ"):
+        align([a, b], [Query("x", "x", "who wrote hamlet")])
+    with pytest.raises(ValueError, match="distinct names"):
+        align([a, a], [Query("x", "x", "who wrote hamlet")])
+
+
+def test_chain_of_thought_reads_no_documents(generator):
+    questions = mini_questions("test")[:2]
+    answers = ChainOfThought(generator, rationale_tokens=6, answer_tokens=4).answer(
+        [Query(q.id, q.id, q.text) for q in questions])
+    assert all(a.retrieval_calls == 0 and a.passage_ids == [] and a.model_calls == 2 for a in answers)
+    assert "documents" not in method.answer_prompt(None, "who wrote hamlet", "Shakespeare wrote it.")
+    assert method.answer_prompt("[1] Hamlet.", "who wrote hamlet?", "r").startswith("[1] Hamlet.\n\nReasoning: r")
+
+
+def test_malformed_training_target_stops_before_training(monkeypatch):
+    cfg = settings("tiny")
+    rows = [{"ccs_critique": f"{CRITIQUE_HEAD} fine. The better rationale should be: x", "self_critique": "no heads"}]
+    monkeypatch.setattr(train, "training_corpus", lambda cfg: rows)
+    monkeypatch.setattr(train, "_fit", lambda *a, **k: pytest.fail("training started"))
+    with pytest.raises(ValueError, match="head"):
+        train.train_critic(cfg, "w/o ccs")
+
+
+def test_an_empty_training_set_is_refused(mini):
+    corpus, dense = mini
+    empty = QASet("mini-factual", [], [], corpus, dense, "fp", False)
+    with pytest.raises(ValueError, match="no training questions"):
+        train._synthesise(settings("tiny"), empty, None)
+
+
+def test_a_tiny_lora_fit_trains_only_the_top_layers(generator, mini, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    corpus, _ = mini
+    doc = corpus.passages[0]
+    rows = [{"question": f"what is {doc.title}", "doc_ids": [doc.id], "weak_reasoning": "It is unknown.",
+             "weak_answer": "unknown", "ccs_critique": f"{CRITIQUE_HEAD} The answer is wrong. The better rationale "
+             f"should be: Document [1] says it is {doc.title}.", "self_critique": "x"}] * 2
+    cfg = settings("tiny", epochs=1, batch_size=2, lora_layers=1, max_length=160)
+    weights = train.weights_dir(generator.spec, generator.dtype)
+    out = tmp_path / "critic"
+    stats = train._fit(cfg, "sft", "ccs_critique", rows, weights, out, tmp_path / "scratch")
+    assert stats["steps"] == 1 and json.loads((out / "losses.json").read_text())[0]["loss"] > 0
+    base = AutoModelForCausalLM.from_pretrained(weights, dtype=torch.float32).state_dict()
+    merged = load_file(out / "model.safetensors")
+    top, bottom = "model.layers.29.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(merged[top], base[top])  # the adapter was trained and merged in
+    assert torch.equal(merged[bottom], base[bottom])  # layers outside lora_layers are untouched
+    assert not any("lora" in k for k in merged)  # a plain model: no adapter weights left
+
+
+def test_lora_targets_name_the_top_layers(generator):
+    model = generator.model
+    every = train._lora_targets(model, 0)
+    assert every == {"target_modules": "all-linear"}
+    top = train._lora_targets(model, 3)
+    assert top["layers_to_transform"] == [27, 28, 29] and "q_proj" in top["target_modules"]
+    with pytest.raises(ValueError, match="decoder layers"):
+        train._lora_targets(model, 31)
+
+
+def test_sets_sharing_a_retriever_run_together(mini):
+    corpus, dense = mini
+    a, b = (QASet(n, [], [], corpus, dense, "fp", m) for n, m in (("one", False), ("two", True)))
+    c = QASet("three", [], [], corpus, object(), "fp", False)
+    groups = pipeline._sharing_a_retriever({"in-domain": a, "out-of-domain": b, "other": c})
+    assert [[d for d, _ in g] for g in groups] == [["in-domain", "out-of-domain"], ["other"]]
