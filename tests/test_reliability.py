@@ -145,7 +145,7 @@ def test_labelling_refuses_a_repeated_question_before_any_model_call(tmp_path):
 @pytest.mark.parametrize("argv,words", [
     (["run", "--scale", "huge"], "invalid choice: 'huge'"),
     (["run", "--seed", "-1"], "the seed must be an integer >= 0"),
-    (["run", "alignrag"], "invalid choice: 'alignrag'"),
+    (["run", "selfrag"], "invalid choice: 'selfrag'"),
     (["gap", "--retriever", "splade"], "invalid choice: 'splade'"),
 ])
 def test_cli_refuses_bad_arguments_with_a_message(argv, words, capsys):
