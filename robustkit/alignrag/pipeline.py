@@ -130,9 +130,3 @@ def _rows(qaset, domain: str, method: str, answers, informative: dict, last_only
                          "passage_ids": list(a.passage_ids), "model_calls": 2 if last_only else a.model_calls,
                          "latency_s": a.latency_s, "critic": a.trace.get("critic")})
     return rows
-
-
-def trajectories(results: pd.DataFrame, question_id: str) -> pd.DataFrame:
-    """One question's rounds for every refiner, side by side (the notebook's trace view)."""
-    frame = results[results["question_id"] == question_id]
-    return frame[["method", "iteration", "critique", "rationale", "answer", "correct"]].reset_index(drop=True)

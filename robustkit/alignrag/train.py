@@ -17,6 +17,7 @@ import os
 import random
 import warnings
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from unittest import mock
 
@@ -135,7 +136,13 @@ def _complete(own: str, weak: Rationale) -> str:
 
 def critic_generator(cfg: AlignRAGConfig | None, variant: str) -> Generator:
     """The critic trained by ``variant`` ("cft", "w/o ccs" or "cpo"), trained now or reused."""
-    cfg = settings(cfg)
+    return _critic_generator(settings(cfg), variant)
+
+
+@lru_cache(maxsize=16)
+def _critic_generator(cfg: AlignRAGConfig, variant: str) -> Generator:
+    # once per process: checking a reused critic hashes its ~0.5 GB of merged weights, and the run
+    # log, every dataset's refiners and the notebook all ask for the same critics
     path = train_critic(cfg, variant)
     digest = read_manifest(path)["sha256"][:12]
     spec = ModelSpec(role="critic", name=f"robustkit/alignrag-critic-{_slug(variant)}-{digest}", path=str(path),
