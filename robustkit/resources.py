@@ -38,11 +38,16 @@ def generator_for(scale: Scale | str | None = None, role: str = "generator", *,
     return _generator(get_scale(scale), role, system_prompt)
 
 
+def train_split(scale: Scale | str | None = None) -> list[Question]:
+    """The scale's whole training split (never a test question)."""
+    scale = get_scale(scale)
+    return mini_questions("train") if scale.dataset == "mini" else load(scale.dataset, "train").records
+
+
 def train_questions(scale: Scale | str | None = None) -> list[Question]:
     """The training questions: a sample of the scale's training split seeded by ``scale.seed``."""
     scale = get_scale(scale)
-    pool = mini_questions("train") if scale.dataset == "mini" else load(scale.dataset, "train").records
-    return sample(pool, scale.n_train_questions, scale.seed)
+    return sample(train_split(scale), scale.n_train_questions, scale.seed)
 
 
 def test_questions(scale: Scale | str | None = None) -> list[Question]:

@@ -83,7 +83,7 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(tmp_path, monkeypatc
     from robustkit.data import mini_corpus, mini_rewrites
 
     monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
-    cfg = settings("tiny")
+    cfg = settings("tiny", warm_start=False)  # the critic's own training, from the bare init
     model_dir = pipeline.train_critic(cfg, "corm", progress=False)
     history = pipeline.training_history(cfg, ["corm"])
     assert (history["split"] == "val").sum() == 3

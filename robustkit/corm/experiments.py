@@ -21,6 +21,7 @@ from robustkit.baselines import (CrossEncoderReranker, FirstStage, LLMReranker, 
                                  RerankedRAG)
 from robustkit.corm import paper, pipeline
 from robustkit.corm.config import CormConfig, settings
+from robustkit.corm.prior import PriorReranker, choose_lambda
 from robustkit.corm.rag import RiskAwareRAG
 from robustkit.data.records import PERTURBATION_TYPES, has_answer
 from robustkit.methods import Query
@@ -29,8 +30,9 @@ from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci,
                                recall_at_k, risk_coverage, threshold_at_coverage)
 
 METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "random": "random order",
-                 "relevance-ce": "relevance CE", "pa-ce": "PA-CE", "llm-rerank": "LLM-rerank",
-                 "corm": "CoRM critic"}
+                 "warm-start": "warm start (kit)", "relevance-ce": "relevance CE", "pa-ce": "PA-CE",
+                 "llm-rerank": "LLM-rerank",
+                 "corm": "CoRM critic", "corm-prior": "CoRM critic + dense prior (kit)"}
 
 
 def test_queries(cfg: CormConfig | None = None) -> pd.DataFrame:
@@ -54,7 +56,9 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
     order; ``llm-rerank``: the reader judging each candidate; any critic variant of
     ``pipeline.CRITIC_VARIANTS`` (trained on demand): that cross-encoder reranking — CoRM's
     variants through Algorithm 1 (``RiskAwareRAG``, γ = None is forced generation), the
-    relevance CE and PA-CE as plain reranked RAG.
+    relevance CE, PA-CE and the kit's relevance warm start (``warm-start``, the init they all
+    share) as plain reranked RAG; ``corm-prior``: the critic on top of the dense scores
+    (``corm.prior``, the kit's extension).
     """
     cfg = settings(cfg)
     scale, reader = cfg.scale, resources.generator_for(cfg.scale)
@@ -69,8 +73,11 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
         return RerankedRAG(dense, RandomOrder(scale.seed), reader, corpus, **common)
     if name == "llm-rerank":
         return RerankedRAG(dense, LLMReranker(reader, scale.max_passage_words), reader, corpus, **common)
+    if name == "corm-prior":  # the kit's extension: the critic on top of the dense scores
+        return RerankedRAG(dense, PriorReranker(name, pipeline.critic_scorer(cfg, "corm"),
+                                                prior_weight(cfg)[0]), reader, corpus, **common)
     reranker = CrossEncoderReranker(name, pipeline.critic_scorer(cfg, name))
-    if name in ("relevance-ce", "pa-ce"):
+    if name in ("relevance-ce", "pa-ce", "warm-start"):
         return RerankedRAG(dense, reranker, reader, corpus, **common)
     return RiskAwareRAG(dense, reranker, reader, corpus, gamma=gamma, **common)
 
@@ -138,6 +145,24 @@ def gamma_at_coverage(cfg: CormConfig | None, coverage: float = 0.8, variant: st
     queries = sorted({g["query"] for g in val_groups})
     return threshold_at_coverage([scores[0] for _, scores in method(cfg, variant).rank(queries)],
                                  coverage)
+
+
+def prior_weight(cfg: CormConfig | None = None, variant: str = "corm") -> tuple[float, pd.DataFrame]:
+    """The retrieval prior's λ (``corm.prior``), chosen on the critic's *validation* questions'
+    biased queries (held-out training questions) over the same M dense candidates as at test:
+    the λ whose ranking puts a gold-bearing passage highest (MRR). Returns (λ, MRR per λ)."""
+    cfg = settings(cfg)
+    _, val_groups, _ = pipeline.training_groups(cfg)
+    answers = {q.id: q.answers for q in pipeline.train_questions(cfg)}
+    queries = sorted({(g["query"], g["question_id"]) for g in val_groups})
+    system = method(cfg, "dense")
+    hits = system.retriever.search([q for q, _ in queries], system.m)
+    candidates = [[system.corpus[h.doc_id] for h in row] for row in hits]
+    critic = pipeline.critic_scorer(cfg, variant)
+    scores = CrossEncoderReranker(variant, critic).score([q for q, _ in queries], candidates, None)
+    relevant = [[has_answer(d, answers[qid]) for d in docs] for (_, qid), docs in zip(queries, candidates)]
+    lam, rows = choose_lambda(scores, [[h.score for h in row] for row in hits], relevant)
+    return lam, pd.DataFrame(rows)
 
 
 def compare_on_query(systems: dict, query: str) -> pd.DataFrame:
@@ -227,7 +252,7 @@ def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm",
 
 
 def recall_table(results: pd.DataFrame,
-                 methods: Sequence[str] = ("dense", "random", "relevance-ce", "corm"),
+                 methods: Sequence[str] = ("dense", "random", "relevance-ce", "corm", "corm-prior"),
                  condition: str = "biased") -> pd.DataFrame:
     """Recall@k (k = 1…M) of a gold-bearing passage, on queries whose pool contains one (the hit
     rate, success@k); methods absent from ``results`` are left out."""

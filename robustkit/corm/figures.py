@@ -86,7 +86,7 @@ def plot_table1(table: pd.DataFrame, *, scale: str, name: str | None = "corm_tab
     kit = table[["method", "key", "clean accuracy", "biased accuracy", "biased 95% CI",
                  "biased CI low", "biased CI high", "n biased"]]
     published = paper.TABLE1.dropna(subset=["key"]).merge(kit[["key"]].reset_index(), on="key")
-    fig, ax = plt.subplots(figsize=(8, 0.55 * len(kit) + 1.4))
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(kit) + 2.0))
     rows = np.arange(len(kit))
     ax.barh(rows - 0.2, kit["clean accuracy"], height=0.4, color=PALETTE["clean"], label="kit, clean")
     ax.barh(rows + 0.2, kit["biased accuracy"], height=0.4, color=PALETTE["biased"],
@@ -104,10 +104,11 @@ def plot_table1(table: pd.DataFrame, *, scale: str, name: str | None = "corm_tab
     ax.set(xlim=(0, 100), xlabel="accuracy (%)",
            title=f"CoRM-RAG Table 1 (scale {scale}, n = {n_max} questions per condition)")
     others = paper.TABLE1[paper.TABLE1["key"].isna()]
-    ax.text(0.99, -0.16 - 0.5 / len(kit), "paper systems not run here: " + ", ".join(
+    # legend and footnote below the axis label, clear of every bar
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1 - 0.3 / len(kit)), ncol=3)
+    ax.text(0.99, -0.2 - 1.2 / len(kit), "paper systems not run here: " + ", ".join(
         f"{m} {a:.1f}" for m, a in zip(others["method"], others["biased accuracy"])),
         transform=ax.transAxes, ha="right", fontsize=7, color="dimgray")
-    ax.legend(fontsize=8, loc="lower right")
     if name:
         plotted = pd.concat([kit.assign(source="kit"), paper.TABLE1], ignore_index=True)
         save(fig, name, plotted)

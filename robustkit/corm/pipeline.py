@@ -17,7 +17,7 @@ from pathlib import Path
 
 from robustkit import resources
 from robustkit.artifacts import read_manifest, stage
-from robustkit.config import resolve_model, runs_dir
+from robustkit.config import resolve_model, runs_dir, with_overrides
 from robustkit.corm.config import CormConfig, settings
 from robustkit.data import PERTURBATION_TYPES, Question, mini_rewrites, read_jsonl, write_jsonl
 from robustkit.data.records import Rewrite
@@ -123,6 +123,67 @@ def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False,
     return train, val, stats
 
 
+def warm_start_groups(cfg: CormConfig | None = None) -> tuple[list[dict], list[dict], dict]:
+    """The relevance warm start's groups (train / validation by question): for each of
+    ``warm_start_questions`` questions of ``warm_start_dataset``'s training split, its clean
+    query over its dense top ``warm_start_m`` in that dataset's corpus, labelled by "contains a
+    gold alias" — cheap labels, no teacher call.
+
+    Test questions never appear: the pool is a training split (at ``small``, the one the CoRM
+    training questions are sampled from; at ``tiny``, NQ-open's, a different dataset from the
+    data/mini questions evaluated)."""
+    from robustkit.corm.groups import split_groups, warm_start_groups as build
+
+    cfg = settings(cfg)
+    scale = with_overrides(cfg.scale, dataset=cfg.warm_start_dataset)
+    pool = resources.sample(resources.train_split(scale), cfg.warm_start_questions, scale.seed)
+    corpus, retriever = resources.corpus_for(scale), resources.retriever_for(scale)
+    hits = retriever.search([q.text for q in pool], min(cfg.warm_start_m, len(corpus)))
+    texts = {p.id: p.content for p in corpus}
+    groups, stats = build([{"id": q.id, "text": q.text, "answers": q.answers} for q in pool],
+                          [[h.doc_id for h in row] for row in hits], texts,
+                          n_negatives=cfg.n_negatives, seed=cfg.scale.seed)
+    train, val = split_groups(groups, seed=cfg.scale.seed)
+    return train, val, stats | {"groups": len(groups)}
+
+
+def warm_start(cfg: CormConfig | None = None, *, progress: bool = True) -> Path:
+    """Train (or reuse) the relevance warm start every cross-encoder variant starts from: the
+    ``critic_init`` encoder with a fresh head, trained listwise on ``warm_start_groups``.
+
+    It stands in for the pretrained cross-encoder (e.g. the hub's MS MARCO MiniLM) that a
+    reranker is normally fine-tuned from, and which offline does not exist."""
+    from robustkit.corm.train import train
+
+    cfg = settings(cfg)
+    train_groups, val_groups, stats = warm_start_groups(cfg)
+    init = resolve_model("critic_init", cfg.scale, verbose=False)
+    inputs = {"groups": _digest(train_groups), "val": _digest(val_groups), "init": init.name,
+              "dataset": cfg.warm_start_dataset, "loss": "listwise", "epochs": cfg.warm_start_epochs, "lr": cfg.warm_start_lr,
+              "max_length": MAX_LENGTH, "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
+
+    def build(out: Path, scratch: Path) -> dict:
+        history = train(train_groups, val_groups, init=init.path, base_model=init.name,
+                        out_dir=scratch, model_dir=out, loss="listwise", epochs=cfg.warm_start_epochs,
+                        lr=cfg.warm_start_lr, batch_groups=cfg.batch_groups, max_length=MAX_LENGTH,
+                        seed=cfg.scale.seed, progress=progress)
+        return {**stats, "train groups": len(train_groups), "validation groups": len(val_groups),
+                "final validation": [h for h in history if h["split"] == "val"][-1]}
+
+    return stage(run_dir(cfg) / "critics" / "warm-start", inputs, build, lambda path: path)
+
+
+def critic_start(cfg: CormConfig | None = None) -> tuple[str, str, str]:
+    """Where every critic variant starts: (path, base model name, identity for manifests) — the
+    warm start when ``cfg.warm_start``, else ``critic_init``'s bi-encoder (a fresh head)."""
+    cfg = settings(cfg)
+    init = resolve_model("critic_init", cfg.scale, verbose=False)
+    if not cfg.warm_start:
+        return init.path, init.name, init.name
+    path = warm_start(cfg)
+    return str(path), init.name, f"warm-start:{read_manifest(path)['sha256']}"
+
+
 def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
                  progress: bool = True) -> Path:
     """Train (or reuse) one critic variant of ``CRITIC_VARIANTS``; returns its model folder."""
@@ -134,13 +195,13 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
     spec = dict(CRITIC_VARIANTS[variant])
     loss, tau = spec.pop("loss"), spec.pop("tau", 1.0)
     train_groups, val_groups, _ = training_groups(cfg, **spec)
-    init = resolve_model("critic_init", cfg.scale, verbose=False)
-    inputs = {"groups": _digest(train_groups), "val": _digest(val_groups), "init": init.name,
+    init_path, base_model, init_id = critic_start(cfg)
+    inputs = {"groups": _digest(train_groups), "val": _digest(val_groups), "init": init_id,
               "loss": loss, "tau": tau, "epochs": cfg.epochs, "lr": cfg.lr, "max_length": MAX_LENGTH,
               "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
 
     def build(out: Path, scratch: Path) -> dict:
-        history = train(train_groups, val_groups, init=init.path, base_model=init.name,
+        history = train(train_groups, val_groups, init=init_path, base_model=base_model,
                         out_dir=scratch, model_dir=out, loss=loss, tau=tau, epochs=cfg.epochs,
                         lr=cfg.lr, batch_groups=cfg.batch_groups, max_length=MAX_LENGTH,
                         seed=cfg.scale.seed, progress=progress)
@@ -150,8 +211,9 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
 
 
 def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
-    """A ``CriticScorer`` for one critic variant (trained on demand), loaded once per process."""
-    path = train_critic(cfg, variant)
+    """A ``CriticScorer`` for one critic variant (trained on demand), loaded once per process;
+    ``"warm-start"`` is the relevance warm start they all start from."""
+    path = warm_start(cfg) if variant == "warm-start" else train_critic(cfg, variant)
     return _scorer(str(path), read_manifest(path)["sha256"])
 
 

@@ -37,7 +37,8 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
 
     Args:
         groups, val_groups: from ``build_groups`` / ``relevance_groups`` (+ ``split_groups``).
-        init: encoder to start from (a path or hub id).
+        init: encoder to start from (a path or hub id), or a saved critic (encoder and head), such
+            as the kit's relevance warm start.
         loss: ``hybrid`` (CoRM), ``pointwise`` (PA-CE, relevance CE) or ``listwise`` (rank-only).
         tau: listwise temperature τ.
         epochs, lr, batch_groups, grad_accum, weight_decay, warmup: AdamW with a cosine schedule
@@ -59,7 +60,11 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     accelerator = Accelerator(mixed_precision="bf16" if torch.cuda.is_available() else "no",
                               gradient_accumulation_steps=grad_accum)
     torch.manual_seed(seed)
-    model = EvidenceCritic(init, max_length=max_length, base_model=base_model)
+    if (Path(init) / "critic_config.json").exists():  # a trained critic (the warm start): head too
+        model = EvidenceCritic.load(init).train()
+        model.config["max_length"] = max_length
+    else:
+        model = EvidenceCritic(init, max_length=max_length, base_model=base_model)
     train_data = GroupDataset(groups, model.tokenizer, max_length)
     val_data = GroupDataset(val_groups, model.tokenizer, max_length)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay,

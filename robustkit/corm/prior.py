@@ -1,0 +1,80 @@
+"""The kit's extension to CoRM-RAG: the critic's score on top of the retriever's (a retrieval prior).
+
+The paper reranks by the critic alone. A critic distilled from a few hundred groups on a CPU
+ranks worse than the dense retriever it reranks, so the kit also shows the interpolation
+
+    score(x, d) = (1 − λ) · zscore(logit S(x, d)) + λ · zscore(dense(x, d))
+
+with both standardised over the query's M candidates (their scales differ), λ = 0 being the
+pure critic and λ = 1 the dense order. λ is read off held-out *training* questions (the critic's
+validation split, biased queries), never a test question; it is shown beside the pure critic,
+never instead of it.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from robustkit.config import check_knob
+from robustkit.retrieval import split_per_query
+
+LAMBDAS = tuple(round(0.1 * i, 1) for i in range(11))
+
+
+def _zscore(values: np.ndarray) -> np.ndarray:
+    spread = values.std()
+    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p.astype(np.float64), 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p))
+
+
+def interpolate(critic: np.ndarray, first_stage: np.ndarray, lam: float) -> np.ndarray:
+    """One query's combined scores from the critic's σ(z) and the first stage's scores."""
+    return ((1 - lam) * _zscore(_logit(np.asarray(critic)))
+            + lam * _zscore(np.asarray(first_stage, dtype=np.float64))).astype(np.float32)
+
+
+class PriorReranker:
+    """A cross-encoder scorer's logits interpolated with the first stage's scores (a ``Reranker``).
+
+    Its scores are standardised, not probabilities, so it ranks (Table 1, Recall@k) but does not
+    abstain: Algorithm 1's γ is defined on σ(z).
+    """
+
+    llm_calls_per_candidate = 0
+
+    def __init__(self, name: str, scorer, lam: float):
+        check_knob("prior weight λ", lam, low=0, high=1)
+        self.name, self.scorer, self.lam = name, scorer, lam
+
+    def score(self, queries, candidates, first_stage):
+        flat_q = [q for q, docs in zip(queries, candidates) for _ in docs]
+        flat_d = [d.content for docs in candidates for d in docs]
+        critic = split_per_query(self.scorer.score(flat_q, flat_d), candidates)
+        return [interpolate(c, f, self.lam) for c, f in zip(critic, first_stage)]
+
+
+def choose_lambda(critic: Sequence[np.ndarray], first_stage: Sequence[np.ndarray],
+                  relevant: Sequence[Sequence[bool]], lambdas: Sequence[float] = LAMBDAS
+                  ) -> tuple[float, list[dict]]:
+    """λ with the highest mean reciprocal rank of the first relevant candidate, over queries that
+    have one; ties go to the λ nearest 0.5 (neither score preferred without evidence).
+
+    Returns (λ, one row per λ: mrr, n queries)."""
+    from robustkit.metrics import mrr
+
+    usable = [i for i, rel in enumerate(relevant) if any(rel)]
+    if not usable:
+        raise ValueError("no query with a relevant candidate to choose the prior weight λ on")
+    rows = []
+    for lam in lambdas:
+        check_knob("prior weight λ", lam, low=0, high=1)
+        ranks = [mrr(interpolate(critic[i], first_stage[i], lam), np.asarray(relevant[i], float))
+                 for i in usable]
+        rows.append({"lambda": lam, "mrr": float(np.mean(ranks)), "n": len(usable)})
+    best = max(rows, key=lambda r: (round(r["mrr"], 9), -abs(r["lambda"] - 0.5)))
+    return best["lambda"], rows
