@@ -129,9 +129,8 @@ def warm_start_groups(cfg: CormConfig | None = None) -> tuple[list[dict], list[d
     query over its dense top ``warm_start_m`` in that dataset's corpus, labelled by "contains a
     gold alias" — cheap labels, no teacher call.
 
-    Test questions never appear: the pool is a training split (at ``small``, the one the CoRM
-    training questions are sampled from; at ``tiny``, NQ-open's, a different dataset from the
-    data/mini questions evaluated)."""
+    Test questions never appear: the pool is a training split, the one the CoRM training
+    questions are sampled from (data/mini's 104 at ``tiny``, NQ-open oracle's beyond)."""
     from robustkit.corm.groups import split_groups, warm_start_groups as build
 
     cfg = settings(cfg)
@@ -159,8 +158,8 @@ def warm_start(cfg: CormConfig | None = None, *, progress: bool = True) -> Path:
     train_groups, val_groups, stats = warm_start_groups(cfg)
     init = resolve_model("critic_init", cfg.scale, verbose=False)
     inputs = {"groups": _digest(train_groups), "val": _digest(val_groups), "init": init.name,
-              "dataset": cfg.warm_start_dataset, "loss": "listwise", "epochs": cfg.warm_start_epochs, "lr": cfg.warm_start_lr,
-              "max_length": MAX_LENGTH, "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
+              "dataset": cfg.warm_start_dataset, "loss": "listwise", "epochs": cfg.warm_start_epochs,
+              "lr": cfg.warm_start_lr, "max_length": MAX_LENGTH, "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
 
     def build(out: Path, scratch: Path) -> dict:
         history = train(train_groups, val_groups, init=init.path, base_model=init.name,
