@@ -13,6 +13,10 @@ from dataclasses import dataclass, fields
 from robustkit.config import Scale, check_knob, get_scale
 
 
+# the floor of each integer knob that is not 1
+_LOWEST = {"llm_rerank_questions": 0, "warm_start_questions": 0, "warm_start_m": 2}
+
+
 @dataclass(frozen=True)
 class CormConfig:
     scale: Scale
@@ -31,7 +35,8 @@ class CormConfig:
     #                   straight from ``critic_init``'s bi-encoder with a fresh head (False)
     warm_start_dataset: str  # whose training split and corpus the warm start learns from
     warm_start_questions: int  # training-split questions the warm start learns from (0 = all)
-    warm_start_m: int  # dense candidates per warm-start question ("contains a gold alias" labels)
+    warm_start_m: int  # dense candidates per warm-start question ("contains a gold alias"
+    #                    labels; at least 2, a positive and a negative)
     warm_start_epochs: int
     warm_start_lr: float  # higher than ``lr``: a fresh head has to learn in a few hundred steps
 
@@ -48,10 +53,7 @@ class CormConfig:
                                      f"{list(WARM_START_DATASETS)}, got {self.warm_start_dataset!r}")
             elif f.name != "scale":
                 check_knob(f"CoRM knob {f.name}", getattr(self, f.name), integer=True,
-                           low=0 if f.name in ("llm_rerank_questions", "warm_start_questions") else 1)
-        if self.warm_start_m < 2:
-            raise ValueError(f"CoRM knob warm_start_m must be >= 2 (a positive and a negative), "
-                             f"got {self.warm_start_m}")
+                           low=_LOWEST.get(f.name, 1))
         if self.m_inference < self.context_size:
             raise ValueError(f"M at inference ({self.m_inference}) must be >= C ({self.context_size})")
 

@@ -10,6 +10,7 @@ table (``table1``, ``risk_coverage_table``, ``recall_table``, ``paired_ranks``, 
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -150,8 +151,15 @@ def gamma_at_coverage(cfg: CormConfig | None, coverage: float = 0.8, variant: st
 def prior_weight(cfg: CormConfig | None = None, variant: str = "corm") -> tuple[float, pd.DataFrame]:
     """The retrieval prior's λ (``corm.prior``), chosen on the critic's *validation* questions'
     biased queries (held-out training questions) over the same M dense candidates as at test:
-    the λ whose ranking puts a gold-bearing passage highest (MRR). Returns (λ, MRR per λ)."""
-    cfg = settings(cfg)
+    the λ whose ranking puts a gold-bearing passage highest (MRR). Returns (λ, MRR per λ).
+
+    Chosen once per process and config: ``method(cfg, "corm-prior")`` asks for it each time."""
+    lam, rows = _prior_weight(settings(cfg), variant)
+    return lam, pd.DataFrame(rows)
+
+
+@lru_cache(maxsize=8)
+def _prior_weight(cfg: CormConfig, variant: str) -> tuple[float, list[dict]]:
     _, val_groups, _ = pipeline.training_groups(cfg)
     answers = {q.id: q.answers for q in pipeline.train_questions(cfg)}
     queries = sorted({(g["query"], g["question_id"]) for g in val_groups})
@@ -161,8 +169,7 @@ def prior_weight(cfg: CormConfig | None = None, variant: str = "corm") -> tuple[
     critic = pipeline.critic_scorer(cfg, variant)
     scores = CrossEncoderReranker(variant, critic).score([q for q, _ in queries], candidates, None)
     relevant = [[has_answer(d, answers[qid]) for d in docs] for (_, qid), docs in zip(queries, candidates)]
-    lam, rows = choose_lambda(scores, [[h.score for h in row] for row in hits], relevant)
-    return lam, pd.DataFrame(rows)
+    return choose_lambda(scores, [[h.score for h in row] for row in hits], relevant)
 
 
 def compare_on_query(systems: dict, query: str) -> pd.DataFrame:

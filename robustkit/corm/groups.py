@@ -12,6 +12,8 @@ import random
 from collections import defaultdict
 from typing import Sequence
 
+from robustkit.data.records import contains_answer
+
 
 def build_groups(labels: Sequence[dict], perturbations: Sequence[dict], texts: dict[str, str], *,
                  n_negatives: int, seed: int = 0, k_prime: int | None = None,
@@ -122,8 +124,6 @@ def warm_start_groups(questions: Sequence[dict], candidates: Sequence[Sequence[s
 
     Returns (groups, stats) where stats counts questions without a gold-bearing candidate.
     """
-    from robustkit.data.records import contains_answer
-
     if n_negatives < 1:
         raise ValueError(f"N (negatives per group) must be >= 1, got {n_negatives}")
     if len(questions) != len(candidates):

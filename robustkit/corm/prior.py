@@ -16,8 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from robustkit.baselines import CrossEncoderReranker
 from robustkit.config import check_knob
-from robustkit.retrieval import split_per_query
 
 LAMBDAS = tuple(round(0.1 * i, 1) for i in range(11))
 
@@ -49,12 +49,11 @@ class PriorReranker:
 
     def __init__(self, name: str, scorer, lam: float):
         check_knob("prior weight λ", lam, low=0, high=1)
-        self.name, self.scorer, self.lam = name, scorer, lam
+        self.name, self.lam = name, lam
+        self.critic = CrossEncoderReranker(name, scorer)
 
     def score(self, queries, candidates, first_stage):
-        flat_q = [q for q, docs in zip(queries, candidates) for _ in docs]
-        flat_d = [d.content for docs in candidates for d in docs]
-        critic = split_per_query(self.scorer.score(flat_q, flat_d), candidates)
+        critic = self.critic.score(queries, candidates, first_stage)
         return [interpolate(c, f, self.lam) for c, f in zip(critic, first_stage)]
 
 
