@@ -21,7 +21,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from robustkit.config import (MODEL_REGISTRY, OfflineModelError, Scale, check_kn
                               quiet_model_loading, resolve_model, runs_dir, show_progress)
 from robustkit.data.nli import LABELS, NLIPair, NLISet, load_nli
 from robustkit.data.records import write_jsonl
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 INFER_MAX_LENGTH = 256  # tokens of premise + hypothesis at inference: a clipped passage and a claim
 

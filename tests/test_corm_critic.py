@@ -87,6 +87,8 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(tmp_path, monkeypatc
     model_dir = pipeline.train_critic(cfg, "corm", progress=False)
     history = pipeline.training_history(cfg, ["corm"])
     assert (history["split"] == "val").sum() == 3
+    per_epoch = (history["split"] == "train").sum() // 3  # each validation row at its epoch's last step
+    assert history.loc[history["split"] == "val", "step"].tolist() == [per_epoch, 2 * per_epoch, 3 * per_epoch]
     scorer = CriticScorer(model_dir)
     corpus = mini_corpus()
     pairs = [([r.text] * 2, [corpus[q.gold_ids[0]].content, corpus[r.premise_ids[0]].content])
@@ -100,10 +102,16 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(tmp_path, monkeypatc
     assert np.mean(wins) > 0.5, f"gold above premise in {np.mean(wins):.0%} of {len(wins)} pairs"
     # validating the pipeline's shared scorer leaves it in eval mode: same scores after as before
     shared = pipeline.critic_scorer(cfg, "corm")
-    before = shared.score(*pairs[0])
+    before = shared.uncached().score(*pairs[0])  # uncached: a remembered score cannot show dropout
     pipeline.compare_on_validation(cfg, ["corm"])
     assert not shared.model.training
+    np.testing.assert_array_equal(shared.uncached().score(*pairs[0]), before)
+    # the shared scorer remembers pairs: the same scores, in the asked order, without a forward
     np.testing.assert_array_equal(shared.score(*pairs[0]), before)
+    flipped = (pairs[0][0][::-1], pairs[0][1][::-1])
+    monkeypatch.setattr(shared, "_forward", lambda *a: pytest.fail("a remembered pair was rescored"))
+    np.testing.assert_array_equal(shared.score(*pairs[0]), before)
+    np.testing.assert_array_equal(shared.score(*flipped), before[::-1])
     # a second call reuses the checkpoint instead of retraining
     stamp = (model_dir / "head.pt").stat().st_mtime_ns
     assert pipeline.train_critic(cfg, "corm") == model_dir

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from robustkit import metrics

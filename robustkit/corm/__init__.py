@@ -12,6 +12,7 @@ it into an Evidence Critic, abstain when no candidate is safe.
     prior.py        the kit's extension: the critic on top of the dense scores
     pipeline.py     the stages as artifacts under runs/<scale>/corm/
     experiments.py  §4 Table 1, Fig. 3-7 as tidy tables
+    kinds.py        claims by passage kind: gold, premise-matching, distractor
     figures.py      those tables drawn beside the paper's numbers (paper.py)
     throughput.py   the training loop's speed on GPU / CPU
 
@@ -20,11 +21,12 @@ transformers and accelerate.
 """
 import importlib
 
-_SUBMODULES = ("config", "critic", "experiments", "figures", "groups", "loss", "paper", "perturb",
+_SUBMODULES = ("config", "critic", "experiments", "figures", "groups", "kinds", "loss", "paper", "perturb",
                "pipeline", "prior", "rag", "teacher", "throughput", "train")
 _STAGES = ("perturbations", "labels", "labelling_cost", "training_groups", "train_critic",
            "critic_scorer", "training_history", "compare_on_validation", "train_questions",
-           "test_set", "export_groups", "warm_start", "warm_start_groups", "CRITIC_VARIANTS")
+           "test_set", "export_groups", "warm_start", "warm_start_groups", "soft_labels",
+           "CRITIC_VARIANTS")
 
 
 def __getattr__(name):

@@ -20,6 +20,7 @@ from robustkit import methods as kit_methods
 from robustkit import resources
 from robustkit.baselines import (CrossEncoderReranker, FirstStage, LLMReranker, RandomOrder,
                                  RerankedRAG)
+from robustkit.config import cpu_info
 from robustkit.corm import paper, pipeline
 from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.prior import PriorReranker, choose_lambda
@@ -33,7 +34,8 @@ from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci,
 METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "random": "random order",
                  "warm-start": "warm start (kit)", "relevance-ce": "relevance CE", "pa-ce": "PA-CE",
                  "llm-rerank": "LLM-rerank",
-                 "corm": "CoRM critic", "corm-prior": "CoRM critic + dense prior (kit)"}
+                 "corm": "CoRM critic", "corm-soft": "CoRM critic, soft labels (kit)",
+                 "corm-prior": "CoRM critic + dense prior (kit)"}
 
 
 def test_queries(cfg: CormConfig | None = None) -> pd.DataFrame:
@@ -59,7 +61,8 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
     variants through Algorithm 1 (``RiskAwareRAG``, γ = None is forced generation), the
     relevance CE, PA-CE and the kit's relevance warm start (``warm-start``, the init they all
     share) as plain reranked RAG; ``corm-prior``: the critic on top of the dense scores
-    (``corm.prior``, the kit's extension).
+    (``corm.prior``, the kit's extension); ``corm-soft``: the critic distilled from the soft
+    utility s_soft instead of the 0/1 label (the kit's, same groups count and steps).
     """
     cfg = settings(cfg)
     scale, reader = cfg.scale, resources.generator_for(cfg.scale)
@@ -119,20 +122,33 @@ def llm_rerank_subset(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataF
 
 
 def rerank_latency(cfg: CormConfig | None, names: Sequence[str], queries: Sequence[str]) -> pd.DataFrame:
-    """Reranking time per query (ms) for M dense candidates, measured now, with no cache."""
+    """Reranking time per query (ms) for M dense candidates, measured now, with no cache, after
+    one untimed warm-up pair, and where: the CPU (its threads) or GPU it ran on."""
     cfg = settings(cfg)
+    import torch
+
+    cpu = cpu_info()
+    hardware = (torch.cuda.get_device_name() if torch.cuda.is_available()
+                else f"{cpu['model']} ({cpu['isa']}, {torch.get_num_threads()} threads, fp32)")
     rows = []
     for name in names:
         system = method(cfg, name)
         hits = system.retriever.search(list(queries), system.m)
         candidates = [[system.corpus[h.doc_id] for h in row] for row in hits]
         reranker = system.reranker
-        if isinstance(reranker, LLMReranker):  # time real model calls, not cache hits
+        # time real model calls, not cache hits
+        if isinstance(reranker, LLMReranker):
             reranker = LLMReranker(reranker.generator.with_cache(False), reranker.max_words)
+        elif isinstance(reranker, CrossEncoderReranker):
+            reranker = CrossEncoderReranker(reranker.name, reranker.scorer.uncached())
+        elif isinstance(reranker, PriorReranker):
+            reranker = PriorReranker(reranker.name, reranker.critic.scorer.uncached(), reranker.lam)
+        # one untimed pair first: the first forward pass pays for allocations and kernel choice
+        reranker.score(list(queries[:1]), [candidates[0][:1]], [[hits[0][0].score]])
         start = time.perf_counter()
         reranker.score(list(queries), candidates, [[h.score for h in row] for row in hits])
         rows.append({"method": name, "rerank ms/query": 1000 * (time.perf_counter() - start) / len(queries),
-                     "candidates": system.m})
+                     "candidates": system.m, "timed queries": len(queries), "hardware": hardware})
     return pd.DataFrame(rows)
 
 
@@ -259,7 +275,8 @@ def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm",
 
 
 def recall_table(results: pd.DataFrame,
-                 methods: Sequence[str] = ("dense", "random", "relevance-ce", "corm", "corm-prior"),
+                 methods: Sequence[str] = ("dense", "random", "relevance-ce", "corm", "corm-soft",
+                                           "corm-prior"),
                  condition: str = "biased") -> pd.DataFrame:
     """Recall@k (k = 1…M) of a gold-bearing passage, on queries whose pool contains one (the hit
     rate, success@k); methods absent from ``results`` are left out."""
@@ -296,18 +313,36 @@ def accuracy_by_type(results: pd.DataFrame) -> pd.DataFrame:
 
 def ablation(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
     """Fig. 5: critics trained without one perturbation type (upsampled to the same number of
-    groups), biased accuracy per test type."""
-    cfg = settings(cfg)
-    variants = ["corm", *(f"no-{t}" for t in PERTURBATION_TYPES)]
+    groups) against the critic trained on all types, on the same biased queries
+    (``ablation_changes``)."""
+    variants = [f"no-{t}" for t in PERTURBATION_TYPES]
     biased = queries[queries["condition"] == "biased"]
-    results = run_methods(cfg, variants, biased)
-    return accuracy_by_type(results).loc[variants].rename(index={"corm": "all types"})
+    return ablation_changes(run_methods(settings(cfg), ["corm", *variants], biased), variants)
+
+
+def ablation_changes(results: pd.DataFrame, variants: Sequence[str],
+                     reference: str = "corm") -> pd.DataFrame:
+    """Per (variant, test type): the reference's and the variant's biased accuracy on the same
+    queries, the paired change (points), its 95% CI (bootstrap over questions) and n."""
+    biased = results[results["condition"] == "biased"]
+    base = biased[biased["method"] == reference].set_index("query_id")["correct"]
+    rows = []
+    for variant in variants:
+        for kind, part in biased[biased["method"] == variant].groupby("type", sort=False):
+            ref = base.loc[part["query_id"]].to_numpy(float)
+            diff = part["correct"].to_numpy(float) - ref
+            low, high = cluster_bootstrap_ci(diff, part["question_id"].to_numpy())
+            rows.append({"critic": variant, "test type": kind, "reference": reference,
+                         "reference accuracy": 100 * ref.mean(),
+                         "accuracy": 100 * part["correct"].mean(), "change": 100 * diff.mean(),
+                         "change CI low": 100 * low, "change CI high": 100 * high, "n": len(part)})
+    return pd.DataFrame(rows).round(1)
 
 
 def sensitivity(cfg: CormConfig | None, queries: pd.DataFrame,
                 m_values: Sequence[int] | None = None) -> pd.DataFrame:
-    """Fig. 6: biased accuracy as K (perturbations used in training), τ and M (candidates at
-    inference) vary, one knob at a time around the defaults."""
+    """Fig. 6: biased accuracy (95% CI by question, n) as K (perturbations used in training), τ
+    and M (candidates at inference) vary, one knob at a time around the defaults."""
     cfg = settings(cfg)
     biased = queries[queries["condition"] == "biased"]
     k_variants = {k: (f"k-{k}" if k < cfg.k_perturbations else "corm")
@@ -315,18 +350,21 @@ def sensitivity(cfg: CormConfig | None, queries: pd.DataFrame,
     tau_variants = {0.1: "tau-0.1", 1.0: "corm", 3.0: "tau-3"}
     names = list(dict.fromkeys([*k_variants.values(), *tau_variants.values()]))
     results = run_methods(cfg, names, biased)  # each critic scored once
-    accuracy = 100 * results.groupby("method")["correct"].mean()
-    rows = [{"knob": knob, "value": value, "biased accuracy": accuracy[name]}
+    by_method = dict(tuple(results.groupby("method")))
+    rows = [{"knob": knob, "value": value, **_accuracy_ci(by_method[name])}
             for knob, variants in (("K", k_variants), ("τ", tau_variants))
             for value, name in variants.items()]
     for m in m_values or sorted({max(cfg.context_size, cfg.m_inference // 4),
                                  cfg.m_inference // 2, cfg.m_inference}):
-        if m == cfg.m_inference:  # the default M: already scored above
-            rows.append({"knob": "M", "value": m, "biased accuracy": accuracy["corm"]})
-            continue
-        results_m = run_methods(cfg, ["corm"], biased, m=m)
-        rows.append({"knob": "M", "value": m, "biased accuracy": 100 * results_m["correct"].mean()})
+        frame = by_method["corm"] if m == cfg.m_inference else run_methods(cfg, ["corm"], biased, m=m)
+        rows.append({"knob": "M", "value": m, **_accuracy_ci(frame)})
     return pd.DataFrame(rows).round(1)
+
+
+def _accuracy_ci(frame: pd.DataFrame) -> dict:
+    low, high = cluster_bootstrap_ci(frame["correct"].to_numpy(float), frame["question_id"].to_numpy())
+    return {"biased accuracy": 100 * frame["correct"].mean(), "CI low": 100 * low,
+            "CI high": 100 * high, "n": len(frame)}
 
 
 def findings(table: pd.DataFrame, tests: pd.DataFrame, coverage: pd.DataFrame, shares: dict) -> str:

@@ -6,6 +6,7 @@ published numbers from ``corm.paper`` beside the kit's, and saves PNG + CSV unde
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -61,17 +62,32 @@ def plot_labels(labels: list[dict], *, scale: str, name: str | None = "teacher_l
 
 
 def plot_training(history: pd.DataFrame, *, scale: str, name: str | None = "critic_training"):
-    """Training loss per step and validation NDCG@3 / MRR per epoch, one line per critic."""
+    """Training loss per optimiser step, one panel per critic (their objectives differ, so their
+    losses share no scale), and validation NDCG@3 / MRR at each epoch's last step."""
     set_style()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
-    train = history[history["split"] == "train"]
+    critics = list(dict.fromkeys(history["critic"]))
+    colours = dict(zip(critics, sns.color_palette("deep", len(critics))))
+    fig = plt.figure(figsize=(12, 6.4), layout="constrained")
+    top, bottom = fig.subfigures(2, 1)
+    for ax, critic in zip(np.atleast_1d(top.subplots(1, len(critics))), critics):
+        part = history[(history["critic"] == critic) & (history["split"] == "train")]
+        ax.plot(part["step"], part["loss"], color=colours[critic], alpha=0.9)
+        ax.set_title(f"{critic}: training loss (its own objective)", fontsize=9)
+        ax.set_xlabel("optimiser step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     val = history[history["split"] == "val"]
-    sns.lineplot(data=train, x="epoch", y="loss", hue="critic", ax=axes[0], alpha=0.8)
-    axes[0].set_title("training loss (own objective)")
-    for ax, metric in zip(axes[1:], ["ndcg@3", "mrr"]):
-        sns.lineplot(data=val, x="epoch", y=metric, hue="critic", marker="o", ax=ax, legend=False)
-        ax.set_title(f"validation {metric.upper()} (own held-out groups)")
-    fig.suptitle(f"Critic distillation (scale {scale})", y=1.03)
+    for ax, metric in zip(bottom.subplots(1, 2), ["ndcg@3", "mrr"]):
+        for critic in critics:
+            part = val[val["critic"] == critic]
+            ax.plot(part["step"], part[metric], marker="o", color=colours[critic], label=critic)
+        ax.set_title(f"validation {metric.upper()} (each critic's own held-out groups, after each epoch)",
+                     fontsize=9)
+        ax.set_xlabel("optimiser step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    epochs = int(history["epoch"].max())
+    fig.suptitle(f"Critic distillation (scale {scale}; {epochs} epochs, "
+                 f"{int(history['step'].max())} steps each)")
     if name:
         save(fig, name, history)
     return fig
@@ -181,63 +197,126 @@ def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dic
     return fig
 
 
-def plot_ablation(by_type: pd.DataFrame, *, scale: str, name: str | None = "corm_fig5_ablation"):
-    """Biased accuracy per test perturbation type for critics trained without one type."""
+def plot_ablation(changes: pd.DataFrame, *, scale: str, name: str | None = "corm_fig5_ablation"):
+    """Fig. 5: the change in biased accuracy per test type when one perturbation type is left out
+    of training (``experiments.ablation_changes``), with 95% CIs by question and n; the paper's
+    two published drops as stars on their bars."""
     set_style()
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    sns.heatmap(by_type, annot=True, fmt=".1f", cmap="Blues", cbar_kws={"label": "accuracy (%)"}, ax=ax)
-    ax.set_title(f"Fig. 5 ablation (scale {scale})")
+    types = list(dict.fromkeys(changes["test type"]))
+    critics = list(dict.fromkeys(changes["critic"]))
+    width = 0.8 / len(critics)
+    colours = sns.color_palette("deep", len(critics))
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    paper_rows = []
+    for j, critic in enumerate(critics):
+        part = changes[changes["critic"] == critic].set_index("test type").loc[types]
+        x = np.arange(len(types)) + (j - (len(critics) - 1) / 2) * width
+        ax.bar(x, part["change"], width, color=colours[j], label=f"trained {critic.replace('no-', 'without ')}")
+        ax.errorbar(x, part["change"], yerr=[part["change"] - part["change CI low"],
+                                             part["change CI high"] - part["change"]],
+                    fmt="none", ecolor="black", elinewidth=1, capsize=3)
+        dropped = critic.removeprefix("no-")
+        if dropped in paper.ABLATION and dropped in types:
+            full, without = paper.ABLATION[dropped]
+            ax.scatter(x[types.index(dropped)], without - full, marker="*", s=160, color=PAPER,
+                       edgecolor="black", zorder=3, label="paper (its drop on the left-out type)"
+                       if not paper_rows else None)
+            paper_rows.append({"critic": critic, "test type": dropped, "change": without - full,
+                               "source": "paper"})
+    ax.axhline(0, color="black", linewidth=0.8)
+    first = changes.drop_duplicates("test type").set_index("test type").loc[types]
+    ax.set_xticks(np.arange(len(types)), [f"{t}\nall types {a:.0f}%, n={n}" for t, a, n in
+                                          zip(types, first["reference accuracy"], first["n"])], fontsize=8)
+    ax.set_ylabel("change in biased accuracy\n(points, vs trained on all types)")
     ax.set_xlabel("test perturbation type")
-    ax.set_ylabel("critic trained")
-    published = "; ".join(f"without {t}: {t} accuracy {full:.1f} → {dropped:.1f}"
-                          for t, (full, dropped) in paper.ABLATION.items())
-    fig.text(0.01, -0.06, f"paper: {published}", fontsize=8, color="dimgray")
+    ax.set_title(f"Fig. 5 ablation: leave one type out of training (scale {scale}; 95% CI by question)",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     if name:
-        save(fig, name, by_type.reset_index())
+        save(fig, name, pd.concat([changes.assign(source="kit"), pd.DataFrame(paper_rows)],
+                                  ignore_index=True))
     return fig
 
 
 def plot_sensitivity(table: pd.DataFrame, *, scale: str, name: str | None = "corm_fig6_sensitivity"):
-    """Biased accuracy as one knob varies (K, τ, M); ``table`` has knob, value, accuracy."""
+    """Fig. 6: biased accuracy (95% CI by question) as one knob varies (K, τ, M); ``table`` is
+    ``experiments.sensitivity``'s. The paper publishes no curve, only its findings: they are
+    drawn where they can be (τ = 1 best; M 10 → 100 adds +8.7 points) and stated otherwise."""
     set_style()
     knobs = list(dict.fromkeys(table["knob"]))
-    fig, axes = plt.subplots(1, len(knobs), figsize=(4 * len(knobs), 3.3), sharey=True)
+    fig, axes = plt.subplots(1, len(knobs), figsize=(3.8 * len(knobs), 3.3), sharey=True)
     for ax, knob in zip(np.atleast_1d(axes), knobs):
         part = table[table["knob"] == knob]
-        ax.plot(part["value"], part["biased accuracy"], marker="o", color=KIT)
-        ax.set_xlabel(knob)
+        ax.errorbar(part["value"], part["biased accuracy"], marker="o", color=KIT, capsize=3,
+                    yerr=[part["biased accuracy"] - part["CI low"], part["CI high"] - part["biased accuracy"]])
         if knob in ("τ", "M"):
             ax.set_xscale("log")
-        ax.set_title(f"{knob}")
+        ax.set_xticks(part["value"], [f"{v:g}" for v in part["value"]])
+        ax.minorticks_off()
+        ax.set_xlabel(knob)
+        if knob == "τ":
+            ax.axvline(1.0, color=PAPER, linestyle="--", linewidth=1)
+            ax.text(1.0, 0.02, " paper: best τ", transform=ax.get_xaxis_transform(), color="dimgray", fontsize=8)
+        if knob == "M":
+            low = part.iloc[0]
+            ax.annotate("", xy=(low["value"], low["biased accuracy"] + paper.SENSITIVITY_M_GAIN),
+                        xytext=(low["value"], low["biased accuracy"]),
+                        arrowprops={"arrowstyle": "->", "color": PAPER, "linewidth": 1.5})
+            ax.text(low["value"], low["biased accuracy"] + paper.SENSITIVITY_M_GAIN,
+                    f" paper: +{paper.SENSITIVITY_M_GAIN} for M 10 → 100", color="dimgray", fontsize=8)
     np.atleast_1d(axes)[0].set_ylabel("biased accuracy (%)")
-    fig.suptitle(f"Fig. 6 sensitivity (scale {scale})", y=1.04)
-    fig.text(0.01, -0.06, f"paper: gains flatten beyond K = 5; τ = 1 beats 0.1 and 3.0; M 10 → 100 "
-             f"adds +{paper.SENSITIVITY_M_GAIN} points", fontsize=8, color="dimgray")
+    fig.suptitle(f"Fig. 6 sensitivity (scale {scale}, n = {table['n'].iloc[0]} biased queries; "
+                 "95% CI by question)", y=1.04)
+    fig.text(0.01, -0.08, "paper: gains flatten beyond K = 5; τ = 1 beats 0.1 and 3.0; "
+             f"M 10 → 100 adds +{paper.SENSITIVITY_M_GAIN} points (drawn from the kit's smallest M)",
+             fontsize=8, color="dimgray")
     if name:
         save(fig, name, table)
     return fig
 
 
-def plot_pareto(table: pd.DataFrame, *, scale: str, name: str | None = "corm_fig7_latency"):
-    """Reranking latency (log) vs biased accuracy, one point per reranking method; the paper's
-    CoRM-RAG and LLM-rerank points on the same axes."""
+NO_MODEL_TIME = ("bm25", "dense", "random")  # rerank in well under 1 ms: no point on a latency axis
+
+
+def plot_pareto(table: pd.DataFrame, latency: pd.DataFrame, *, scale: str,
+                name: str | None = "corm_fig7_latency"):
+    """Fig. 7: reranking latency per query (log) vs biased accuracy (95% CI) for every method
+    that spends model time reranking; the paper's CoRM-RAG and LLM-rerank on the same axes.
+    ``latency`` is ``experiments.rerank_latency``'s (what was timed, and on what)."""
     set_style()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    kit = table.dropna(subset=["rerank ms/query"])
-    kit = kit[kit["rerank ms/query"] > 0]  # first-stage-only methods spend no reranking time
-    ax.scatter(kit["rerank ms/query"], kit["biased accuracy"], color=KIT, s=40, label="kit")
-    for _, row in kit.iterrows():
-        ax.annotate(row["method"], (row["rerank ms/query"], row["biased accuracy"]), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")
-    published = paper.TABLE1.set_index("method")["biased accuracy"]
-    ms = [paper.LATENCY_MS["corm"], paper.LATENCY_MS["llm-rerank"]]
-    ax.scatter(ms, [published["CoRM-RAG"], published["LLM-rerank"]], marker="*", s=140,
-               color=PAPER, label="paper (CoRM-RAG, LLM-rerank)")
+    fig, ax = plt.subplots(figsize=(9.6, 4.2))
+    kit = table[~table["key"].isin(NO_MODEL_TIME)].dropna(subset=["rerank ms/query"]).merge(
+        latency[["method", "candidates", "timed queries", "hardware"]].rename(columns={"method": "key"}),
+        on="key")
+    # the cross-encoders share one latency, so each method gets a colour and a legend entry
+    # rather than a label that would overlap its neighbours'
+    for (_, row), colour in zip(kit.iterrows(), sns.color_palette("deep", len(kit))):
+        ax.errorbar(row["rerank ms/query"], row["biased accuracy"], fmt="o", color=colour, capsize=3,
+                    yerr=[[row["biased accuracy"] - row["biased CI low"]],
+                          [row["biased CI high"] - row["biased accuracy"]]],
+                    label=f"{row['method']} (n = {int(row['n biased'])})")
+    published = paper.TABLE1.set_index("key")["biased accuracy"]
+    theirs = pd.DataFrame([{"method": f"paper {label}", "key": key, "rerank ms/query": paper.LATENCY_MS[key],
+                            "biased accuracy": published[key], "source": "paper"}
+                           for key, label in (("corm", "CoRM-RAG"), ("llm-rerank", "LLM-rerank"))])
+    ax.scatter(theirs["rerank ms/query"], theirs["biased accuracy"], marker="*", s=160, color=PAPER,
+               edgecolor="black", zorder=3, label="paper")
+    for _, row in theirs.iterrows():
+        ms = row["rerank ms/query"]
+        ax.annotate(f"{row['method']} ({ms / 1000:g} s)" if ms >= 1000 else f"{row['method']} ({ms:g} ms)",
+                    (ms, row["biased accuracy"]), fontsize=8, color="dimgray", xytext=(0, -16),
+                    textcoords="offset points", ha="center")
     ax.set_xscale("log")
+    ax.set_xlim(right=4 * max(theirs["rerank ms/query"].max(), kit["rerank ms/query"].max()))  # room for labels
     ax.set_xlabel("reranking latency per query (ms, log)")
     ax.set_ylabel("biased accuracy (%)")
-    ax.set_title(f"Fig. 7 latency vs accuracy (scale {scale})", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_title(f"Fig. 7 latency vs accuracy (scale {scale}; biased queries, 95% CI by question)",
+                 fontsize=10)
+    first = kit.iloc[0]
+    fig.text(0.01, -0.06, f"kit: M = {first['candidates']} candidates, mean of {first['timed queries']} "
+             f"queries timed on {first['hardware']}; BM25, dense and random order (< 1 ms) not drawn. "
+             "Paper: its own hardware.", fontsize=7, color="dimgray", wrap=True)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     if name:
-        save(fig, name, kit)
+        save(fig, name, pd.concat([kit.assign(source="kit"), theirs], ignore_index=True))
     return fig

@@ -2,7 +2,7 @@
 
 For each (training question i, perturbation k): one positive from the clean query's candidates
 with s > 0, N negatives from the perturbed query's candidates with s = 0, every passage paired
-with the *perturbed* query x̃ₖ. The relevance cross-encoder's groups mirror them one for one
+with the *perturbed* query x̃ₖ (``soft_groups``: the same slots labelled by the soft utility). The relevance cross-encoder's groups mirror them one for one
 with the clean query and "contains a gold alias" labels over the same candidates. Groups are split by question, never
 by rewrite, so no rewrite of a validation question is trained on.
 """
@@ -45,9 +45,7 @@ def build_groups(labels: Sequence[dict], perturbations: Sequence[dict], texts: d
     if not 1 <= k_use <= k_all:
         raise ValueError(f"K' must be in 1..{k_all}, got {k_prime}")
     rng = random.Random(seed)
-    by_question = defaultdict(list)
-    for record in labels:
-        by_question[record["question_id"]].append(record)
+    by_question = _by_question(labels)
     groups, stats = [], {"slots": 0, "skipped (no positive)": 0, "short of N negatives": 0}
     for p in perturbations:
         if p["k"] >= k_use:
@@ -65,12 +63,45 @@ def build_groups(labels: Sequence[dict], perturbations: Sequence[dict], texts: d
         positive = rng.choice(positives)
         chosen = rng.sample(negatives, min(n_negatives, len(negatives)))
         stats["short of N negatives"] += len(chosen) < n_negatives
-        docs = [positive, *chosen]
-        groups.append({"question_id": p["question_id"], "k": p["k"], "type": p["type"],
-                       "query": p["text"], "doc_ids": docs, "docs": [texts[d] for d in docs],
-                       "labels": [s[d] for d in docs]})
+        groups.append(_rewrite_group(p, [positive, *chosen], texts, s))
     if drop_type:
         groups = _drop_and_upsample(groups, drop_type, rng)
+    return groups, stats
+
+
+def soft_groups(labels: Sequence[dict], soft: Sequence[dict], perturbations: Sequence[dict],
+                texts: dict[str, str], *, n_negatives: int, seed: int = 0) -> tuple[list[dict], dict]:
+    """Groups labelled by the soft utility s_soft (``teacher.answer_likelihoods``), the kit's
+    alternative to the 0/1 label: for each (question i, perturbation k), the clean-pool candidate
+    with the highest s_soft is the positive and up to N of x̃ₖ's pool with a lower s_soft are
+    the negatives, every label its s_soft. A slot is skipped only when no such negative exists,
+    never for want of a 0/1 positive (the sparsity the soft label is meant to fix)."""
+    if n_negatives < 1:
+        raise ValueError(f"N (negatives per group) must be >= 1, got {n_negatives}")
+    s_soft = {r["key"]: r["s_soft"] for r in soft}
+    missing = next((r["key"] for r in labels if r["key"] not in s_soft), None)
+    if missing is not None:
+        raise ValueError(f"label record {missing!r} has no soft label: soft labels of other labels?")
+    rng = random.Random(seed)
+    by_question = _by_question(labels)
+    groups, stats = [], {"slots": 0, "skipped (no negative)": 0, "short of N negatives": 0}
+    for p in perturbations:
+        stats["slots"] += 1
+        candidates = by_question[p["question_id"]]
+        clean = [r for r in candidates if r["in_clean_pool"]]
+        if not clean:
+            stats["skipped (no negative)"] += 1
+            continue
+        best = max(clean, key=lambda r: s_soft[r["key"]])
+        negatives = [r["doc_id"] for r in candidates if p["k"] in r["perturbed_k"]
+                     and s_soft[r["key"]] < s_soft[best["key"]]]
+        if not negatives:
+            stats["skipped (no negative)"] += 1
+            continue
+        chosen = rng.sample(negatives, min(n_negatives, len(negatives)))
+        stats["short of N negatives"] += len(chosen) < n_negatives
+        score = {r["doc_id"]: s_soft[r["key"]] for r in candidates}
+        groups.append(_rewrite_group(p, [best["doc_id"], *chosen], texts, score))
     return groups, stats
 
 
@@ -87,9 +118,7 @@ def relevance_groups(labels: Sequence[dict], critic_groups: Sequence[dict], ques
     if n_negatives < 1:
         raise ValueError(f"N (negatives per group) must be >= 1, got {n_negatives}")
     rng = random.Random(seed)
-    by_question = defaultdict(list)
-    for record in labels:
-        by_question[record["question_id"]].append(record)
+    by_question = _by_question(labels)
 
     def draw(qid: str) -> dict:
         candidates = by_question[qid]
@@ -159,6 +188,19 @@ def split_groups(groups: Sequence[dict], val_fraction: float = 0.15, seed: int =
     held = set(qids[:max(1, round(val_fraction * len(qids)))])
     return ([g for g in groups if g["question_id"] not in held],
             [g for g in groups if g["question_id"] in held])
+
+
+def _by_question(labels: Sequence[dict]) -> dict[str, list[dict]]:
+    by_question = defaultdict(list)
+    for record in labels:
+        by_question[record["question_id"]].append(record)
+    return by_question
+
+
+def _rewrite_group(p: dict, docs: list[str], texts: dict[str, str], label: dict[str, float]) -> dict:
+    """One group for perturbation ``p``: its rewrite as the query, ``docs`` labelled by ``label``."""
+    return {"question_id": p["question_id"], "k": p["k"], "type": p["type"], "query": p["text"],
+            "doc_ids": docs, "docs": [texts[d] for d in docs], "labels": [label[d] for d in docs]}
 
 
 def _drop_and_upsample(groups: list[dict], drop_type: str, rng: random.Random) -> list[dict]:

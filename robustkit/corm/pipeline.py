@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from robustkit.reader import READER_VERSION
 # name -> how the critic is trained: which groups, which loss
 CRITIC_VARIANTS = {
     "corm": {"loss": "hybrid"},
+    "corm-soft": {"loss": "hybrid", "soft": True},  # the kit's: s_soft labels, same budget
     "pa-ce": {"loss": "pointwise"},
     "relevance-ce": {"loss": "pointwise", "relevance": True},
     "rank-only": {"loss": "listwise"},
@@ -95,17 +97,40 @@ def labels(cfg: CormConfig | None = None) -> list[dict]:
     return stage(run_dir(cfg) / "labels.jsonl", inputs, build, read_jsonl)
 
 
+def soft_labels(cfg: CormConfig | None = None) -> list[dict]:
+    """The soft utility s_soft(x, d) of every labelled candidate (``teacher.answer_likelihoods``):
+    one teacher-forced pass per (candidate, perturbation), aligned with ``labels``."""
+    from robustkit.corm.teacher import answer_likelihoods
+
+    cfg = settings(cfg)
+    questions, records, hard = train_questions(cfg), perturbations(cfg), labels(cfg)
+    teacher = resources.generator_for(cfg.scale, "teacher")
+    inputs = {"labels": read_manifest(run_dir(cfg) / "labels.jsonl")["sha256"],
+              "teacher": teacher.identity(), "reader": READER_VERSION,
+              "max_words": cfg.scale.max_passage_words}
+
+    def build(out: Path, scratch: Path) -> dict:
+        calls = teacher.misses
+        built = answer_likelihoods(hard, questions, records, resources.corpus_for(cfg.scale), teacher,
+                                   max_words=cfg.scale.max_passage_words)
+        write_jsonl(out, built)
+        return {"teacher passes": teacher.misses - calls, "records": len(built)}
+
+    return stage(run_dir(cfg) / "soft_labels.jsonl", inputs, build, read_jsonl)
+
+
 def labelling_cost(cfg: CormConfig | None = None) -> dict:
     """What labelling cost when it ran: teacher calls, cache hits, records."""
     labels(cfg)
     return read_manifest(run_dir(cfg) / "labels.jsonl")["stats"]
 
 
-def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False,
+def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, soft: bool = False,
                     k_prime: int | None = None, drop_type: str | None = None
                     ) -> tuple[list[dict], list[dict], dict]:
-    """Listwise groups split into train / validation by question (notebook 03)."""
-    from robustkit.corm.groups import build_groups, relevance_groups, split_groups
+    """Listwise groups split into train / validation by question (notebook 03); ``soft``: labelled
+    by s_soft instead of s, capped at the 0/1 critic's group counts (same steps)."""
+    from robustkit.corm.groups import build_groups, relevance_groups, soft_groups, split_groups
 
     cfg = settings(cfg)
     records = labels(cfg)
@@ -115,6 +140,14 @@ def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False,
                                 seed=seed, k_prime=k_prime, drop_type=drop_type)
     train, val = split_groups(built, seed=seed)
     stats["groups"] = len(built)
+    if soft:
+        built, stats = soft_groups(records, soft_labels(cfg), perturbations(cfg), texts,
+                                   n_negatives=cfg.n_negatives, seed=seed)
+        soft_train, soft_val = split_groups(built, seed=seed)
+        rng = random.Random(seed)  # the 0/1 critic's budget: as many groups, as many steps
+        train = rng.sample(soft_train, min(len(train), len(soft_train)))
+        val = rng.sample(soft_val, min(len(val), len(soft_val)))
+        stats["groups"] = len(train) + len(val)
     if relevance:  # mirror the critic's train and validation groups: same counts, same questions
         clean = {q.id: q.text for q in train_questions(cfg)}
         train, val = (relevance_groups(records, split, clean, texts, n_negatives=cfg.n_negatives,
@@ -217,11 +250,15 @@ def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
 
 
 def training_history(cfg: CormConfig | None, variants: list[str]):
-    """The logged train/val history of several critics as one tidy table."""
+    """The logged train/val history of several critics as one tidy table; ``step`` counts
+    optimiser steps (a validation row sits at its epoch's last step)."""
     import pandas as pd
 
-    frames = [pd.DataFrame(read_jsonl(train_critic(cfg, v) / "history.jsonl")).assign(critic=v)
-              for v in variants]
+    frames = []
+    for v in variants:
+        frame = pd.DataFrame(read_jsonl(train_critic(cfg, v) / "history.jsonl")).assign(critic=v)
+        frame["step"] = (frame["split"] == "train").cumsum()  # rows are in training order
+        frames.append(frame)
     return pd.concat(frames, ignore_index=True).drop(columns=["id"])
 
 

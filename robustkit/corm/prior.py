@@ -1,7 +1,8 @@
 """The kit's extension to CoRM-RAG: the critic's score on top of the retriever's (a retrieval prior).
 
-The paper reranks by the critic alone. A critic distilled from a few hundred groups on a CPU
-ranks worse than the dense retriever it reranks, so the kit also shows the interpolation
+The paper reranks by the critic alone. A critic distilled from tens of groups on a CPU can
+lose what the first stage knows (from the bare bi-encoder init it ranked far below the dense
+retriever it reranks), so the kit also shows the interpolation
 
     score(x, d) = (1 − λ) · zscore(logit S(x, d)) + λ · zscore(dense(x, d))
 

@@ -76,6 +76,39 @@ def label(questions: Sequence[Question], perturbations: Sequence[dict], corpus: 
     return [done[f"{q.id}|{doc}"] for q in questions for doc, _ in pools[q.id]]
 
 
+def answer_likelihoods(labels: Sequence[dict], questions: Sequence[Question],
+                       perturbations: Sequence[dict], corpus: Corpus, teacher, *,
+                       max_words: int = 80, progress: bool = True) -> list[dict]:
+    """The soft utility beside the paper's 0/1 label, REPLUG's LM-likelihood utility (Shi et al.,
+    2023): for every labelled (question, candidate) and each perturbation k, the teacher's
+    probability of the gold answer y read as its whole reply to the same prompt the 0/1 label
+    used, teacher-forced (one forward pass over the answer's tokens, no generation):
+
+        s_soft(x, d) = (1/K) Σₖ P_M(y | x̃ₖ, d),   y = the first gold alias.
+
+    The K prompts about one passage share their passage prefix, computed once
+    (``Generator.continuation_logprobs``). Returns one record per label record, in its order:
+    key, question_id, doc_id, likelihoods (one per k) and s_soft."""
+    import math
+
+    by_id = {q.id: q for q in questions}
+    by_question = _perturbations_by_question(questions, perturbations)
+    unknown = next((r["question_id"] for r in labels if r["question_id"] not in by_id), None)
+    if unknown is not None:
+        raise DataError(f"label record of question {unknown!r}, which is not among the questions")
+    jobs = [(r, p) for r in labels for p in by_question[r["question_id"]]]
+    prompts = [reader_prompt(p["text"], [corpus[r["doc_id"]]], max_words) for r, p in jobs]
+    gold = [by_id[r["question_id"]].answers[0].strip() for r, _ in jobs]
+    logprobs = iter(teacher.continuation_logprobs(prompts, gold, progress=progress,
+                                                  desc="answer likelihoods"))
+    records = []
+    for r in labels:
+        likelihoods = [math.exp(next(logprobs)) for _ in by_question[r["question_id"]]]
+        records.append({"key": r["key"], "question_id": r["question_id"], "doc_id": r["doc_id"],
+                        "likelihoods": likelihoods, "s_soft": sum(likelihoods) / len(likelihoods)})
+    return records
+
+
 def robustness(record: dict, k: int | None = None) -> float:
     """s(x, d) from the first ``k`` perturbations (all K by default)."""
     if k is not None and not 1 <= k <= len(record["outcomes"]):
