@@ -28,6 +28,10 @@ class Reranker(Protocol):
     def score(self, queries: Sequence[str], candidates: Sequence[Sequence[Passage]],
               first_stage: Sequence[Sequence[float]]) -> list[np.ndarray]: ...
 
+    def uncached(self) -> "Reranker":
+        """The same reranker computing every score afresh (for timing real model calls)."""
+        ...
+
 
 class FirstStage:
     """Keep the retriever's own order and scores (the BM25 and dense baselines)."""
@@ -39,6 +43,9 @@ class FirstStage:
 
     def score(self, queries, candidates, first_stage):
         return [np.asarray(s, dtype=np.float32) for s in first_stage]
+
+    def uncached(self) -> "FirstStage":
+        return self  # nothing cached
 
 
 class RandomOrder:
@@ -58,6 +65,9 @@ class RandomOrder:
         return [np.random.default_rng(self._entropy(q)).random(len(docs), dtype=np.float32)
                 for q, docs in zip(queries, candidates)]
 
+    def uncached(self) -> "RandomOrder":
+        return self  # nothing cached
+
     def _entropy(self, query: str) -> int:
         digest = hashlib.sha256(f"{self.seed}|{query}".encode()).digest()
         return int.from_bytes(digest[:8], "little")
@@ -75,6 +85,9 @@ class CrossEncoderReranker:
         flat_q = [q for q, docs in zip(queries, candidates) for _ in docs]
         flat_d = [d.content for docs in candidates for d in docs]
         return split_per_query(self.scorer.score(flat_q, flat_d), candidates)
+
+    def uncached(self) -> "CrossEncoderReranker":
+        return CrossEncoderReranker(self.name, self.scorer.uncached())
 
 
 class LLMReranker:
@@ -98,6 +111,9 @@ class LLMReranker:
                    for q, docs in zip(queries, candidates) for d in docs]
         yes = [p[0] for p in self.generator.option_probabilities(prompts, desc="llm-rerank")]
         return split_per_query(np.array(yes, dtype=np.float32), candidates)
+
+    def uncached(self) -> "LLMReranker":
+        return LLMReranker(self.generator.with_cache(False), self.max_words)
 
 
 class RerankedRAG:

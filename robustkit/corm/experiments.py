@@ -135,14 +135,7 @@ def rerank_latency(cfg: CormConfig | None, names: Sequence[str], queries: Sequen
         system = method(cfg, name)
         hits = system.retriever.search(list(queries), system.m)
         candidates = [[system.corpus[h.doc_id] for h in row] for row in hits]
-        reranker = system.reranker
-        # time real model calls, not cache hits
-        if isinstance(reranker, LLMReranker):
-            reranker = LLMReranker(reranker.generator.with_cache(False), reranker.max_words)
-        elif isinstance(reranker, CrossEncoderReranker):
-            reranker = CrossEncoderReranker(reranker.name, reranker.scorer.uncached())
-        elif isinstance(reranker, PriorReranker):
-            reranker = PriorReranker(reranker.name, reranker.critic.scorer.uncached(), reranker.lam)
+        reranker = system.reranker.uncached()  # time real model calls, not cache hits
         # one untimed pair first: the first forward pass pays for allocations and kernel choice
         reranker.score(list(queries[:1]), [candidates[0][:1]], [[hits[0][0].score]])
         start = time.perf_counter()

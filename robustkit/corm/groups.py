@@ -78,10 +78,7 @@ def soft_groups(labels: Sequence[dict], soft: Sequence[dict], perturbations: Seq
     never for want of a 0/1 positive (the sparsity the soft label is meant to fix)."""
     if n_negatives < 1:
         raise ValueError(f"N (negatives per group) must be >= 1, got {n_negatives}")
-    s_soft = {r["key"]: r["s_soft"] for r in soft}
-    missing = next((r["key"] for r in labels if r["key"] not in s_soft), None)
-    if missing is not None:
-        raise ValueError(f"label record {missing!r} has no soft label: soft labels of other labels?")
+    s_soft = soft_by_key(labels, soft)
     rng = random.Random(seed)
     by_question = _by_question(labels)
     groups, stats = [], {"slots": 0, "skipped (no negative)": 0, "short of N negatives": 0}
@@ -103,6 +100,16 @@ def soft_groups(labels: Sequence[dict], soft: Sequence[dict], perturbations: Seq
         score = {r["doc_id"]: s_soft[r["key"]] for r in candidates}
         groups.append(_rewrite_group(p, [best["doc_id"], *chosen], texts, score))
     return groups, stats
+
+
+def soft_by_key(labels: Sequence[dict], soft: Sequence[dict]) -> dict[str, float]:
+    """s_soft by label key, checked to cover every label record (soft labels of other labels
+    would otherwise pair silently with the wrong candidates)."""
+    s_soft = {r["key"]: r["s_soft"] for r in soft}
+    missing = next((r["key"] for r in labels if r["key"] not in s_soft), None)
+    if missing is not None:
+        raise ValueError(f"label record {missing!r} has no soft label: soft labels of other labels?")
+    return s_soft
 
 
 def relevance_groups(labels: Sequence[dict], critic_groups: Sequence[dict], questions: dict[str, str],

@@ -17,6 +17,7 @@ import pandas as pd
 from robustkit import resources
 from robustkit.corm import experiments as ex
 from robustkit.corm.config import CormConfig, settings
+from robustkit.corm.groups import soft_by_key
 from robustkit.data import mini_rewrites
 from robustkit.data.records import has_answer
 
@@ -87,10 +88,7 @@ def label_separation(cfg: CormConfig | None, labels: Sequence[dict], soft: Seque
 
 
 def _aligned_soft(labels: Sequence[dict], soft: Sequence[dict]) -> list[float]:
-    by_key = {r["key"]: r["s_soft"] for r in soft}
-    missing = next((r["key"] for r in labels if r["key"] not in by_key), None)
-    if missing is not None:
-        raise KeyError(f"label record {missing!r} has no soft label")
+    by_key = soft_by_key(labels, soft)
     return [by_key[r["key"]] for r in labels]
 
 

@@ -133,15 +133,15 @@ def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, s
     from robustkit.corm.groups import build_groups, relevance_groups, soft_groups, split_groups
 
     cfg = settings(cfg)
-    records = labels(cfg)
+    records, rewrites = labels(cfg), perturbations(cfg)
     texts = {p.id: p.content for p in resources.corpus_for(cfg.scale)}
     seed = cfg.scale.seed
-    built, stats = build_groups(records, perturbations(cfg), texts, n_negatives=cfg.n_negatives,
+    built, stats = build_groups(records, rewrites, texts, n_negatives=cfg.n_negatives,
                                 seed=seed, k_prime=k_prime, drop_type=drop_type)
     train, val = split_groups(built, seed=seed)
     stats["groups"] = len(built)
     if soft:
-        built, stats = soft_groups(records, soft_labels(cfg), perturbations(cfg), texts,
+        built, stats = soft_groups(records, soft_labels(cfg), rewrites, texts,
                                    n_negatives=cfg.n_negatives, seed=seed)
         soft_train, soft_val = split_groups(built, seed=seed)
         rng = random.Random(seed)  # the 0/1 critic's budget: as many groups, as many steps

@@ -57,6 +57,9 @@ class PriorReranker:
         critic = self.critic.score(queries, candidates, first_stage)
         return [interpolate(c, f, self.lam) for c, f in zip(critic, first_stage)]
 
+    def uncached(self) -> "PriorReranker":
+        return PriorReranker(self.name, self.critic.scorer.uncached(), self.lam)
+
 
 def choose_lambda(critic: Sequence[np.ndarray], first_stage: Sequence[np.ndarray],
                   relevant: Sequence[Sequence[bool]], lambdas: Sequence[float] = LAMBDAS

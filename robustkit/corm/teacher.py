@@ -16,6 +16,7 @@ stopped and the final artifact is identical to an uninterrupted run's.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -89,8 +90,6 @@ def answer_likelihoods(labels: Sequence[dict], questions: Sequence[Question],
     The K prompts about one passage share their passage prefix, computed once
     (``Generator.continuation_logprobs``). Returns one record per label record, in its order:
     key, question_id, doc_id, likelihoods (one per k) and s_soft."""
-    import math
-
     by_id = {q.id: q for q in questions}
     by_question = _perturbations_by_question(questions, perturbations)
     unknown = next((r["question_id"] for r in labels if r["question_id"] not in by_id), None)
