@@ -68,10 +68,13 @@ def query_playground(similarity, critic, k: int = 5, example: str = ""):
     return widgets.VBox([box, out])
 
 
-def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | None = None):
+def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | None = None,
+                           revisions: pd.DataFrame | None = None):
     """FVA-RAG step by step: pick a question and a cache to see draft → kill queries →
     anti-context with contradiction scores → verdict → revision; a τ slider shows, from the
-    recorded scores (nothing recomputed), which drafts that τ would falsify and the rate.
+    recorded scores (nothing recomputed), which drafts that τ would falsify and the rate, and with
+    ``revisions`` (``fva.pipeline.revisions_at_any_tau``) the accuracy at that τ and the revision
+    this question would get.
 
     ``results`` is ``fva.pipeline.run``'s table; ``corpora`` maps (dataset, cache) to its corpus.
     """
@@ -84,7 +87,10 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
         fva = fva[fva["dataset"] == dataset]
     fva = fva.reset_index(drop=True)
     traces = [json.loads(t) for t in fva["trace"]]
-    worst = pd.Series([t["max_contradiction"] for t in traces])
+    worst = pd.Series([t["max_contradiction"] if t["anti_context_ids"] else float("-inf") for t in traces])
+    if revisions is not None:
+        revisions = fva[["dataset", "cache", "question_id"]].merge(
+            revisions, on=["dataset", "cache", "question_id"], how="left", validate="one_to_one")
     labels = [(f"[{r.dataset}/{r.cache}] {r.question[:70]}", i) for i, r in fva.iterrows()]
     pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
     tau = widgets.FloatSlider(value=float(traces[0]["tau"]) if traces else 0.5,
@@ -109,9 +115,15 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
                   f"{trace['verdict']})")
             if trace["revision"] is not None:
                 print(f"revision: {trace['revision']}")
+            elif revisions is not None and revisions["written for the curve"].iloc[pick.value]:
+                print(f"revision if falsified (written for the τ curve): {revisions['revision'].iloc[pick.value]}")
             print(f"final answer true by TruthfulQA's rule: {bool(row['correct'])}")
-            print(f"\nat τ = {tau.value:.2f}: {100 * (worst >= tau.value).mean():.1f}% of {len(fva)} drafts "
-                  "would be falsified (their revisions at a new τ are not generated here)")
+            falsified = worst >= tau.value
+            print(f"\nat τ = {tau.value:.2f}: {100 * falsified.mean():.1f}% of {len(fva)} drafts would be falsified")
+            if revisions is not None:
+                correct = revisions["revision correct"].where(falsified, revisions["draft correct"])
+                print(f"  and {100 * correct.mean():.1f}% of answers true (the run at τ = {trace['tau']}: "
+                      f"{100 * fva['correct'].mean():.1f}%)")
 
     pick.observe(show, names="value")
     tau.observe(show, names="value")

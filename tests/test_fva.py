@@ -155,3 +155,87 @@ def test_stratified_sample_balances_the_paper_categories():
     assert [i.id for i in stratified_sample(items, 48, seed=0)] == [i.id for i in chosen]
     assert [i.id for i in stratified_sample(items, 48, seed=1)] != [i.id for i in chosen]
     assert len(stratified_sample(items, 0, seed=0)) == len(items)
+
+
+def test_fva_interrupted_midway_resumes_to_the_same_answers(tmp_path, generator, mini, queries, monkeypatch):
+    """Ctrl-C in the kill-query step (the drafts are cached, the rest is not): the rerun replays the
+    finished calls from the call cache and ends with the answers of an uninterrupted run."""
+    from robustkit.llm import CallCache
+
+    corpus, dense = mini
+
+    def fva(cache):
+        reader = generator.with_cache(CallCache(tmp_path / cache))
+        return reader, FVARAG(dense, reader, corpus, AnswerConflict(), k=2, m=2, tau=0.0)
+
+    whole = fva("a.sqlite")[1].answer(queries)
+    reader, system = fva("b.sqlite")
+    real, calls = reader._decode, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # after the drafts' batch
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "_decode", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        system.answer(queries)
+    monkeypatch.setattr(reader, "_decode", real)
+    resumed = system.answer(queries)
+    def steps(a):
+        return a.text, a.trace["draft"], a.trace["kill_queries"], a.trace["verdict"], a.passage_ids
+
+    assert [steps(a) for a in resumed] == [steps(a) for a in whole]
+    assert all(a.trace["verdict"] == "falsified" for a in whole)  # τ = 0: the revision step ran too
+
+
+def _fva_rows(scores, anti_context, correct):
+    import json
+
+    import pandas as pd
+
+    return pd.DataFrame([{"dataset": "d", "cache": "A", "method": "fva-rag", "question_id": f"q{i}",
+                          "correct": c, "trace": json.dumps({"max_contradiction": s,
+                                                             "anti_context_ids": ["p"] if a else []})}
+                         for i, (s, a, c) in enumerate(zip(scores, anti_context, correct))])
+
+
+def test_tau_sweep_uses_each_drafts_revision_where_tau_falsifies_it():
+    import pandas as pd
+
+    from robustkit.fva.experiments import tau_sweep
+
+    results = _fva_rows([0.9, 0.4, 0.0, 0.7], [True, True, False, True], [1, 0, 1, 0])
+    revisions = pd.DataFrame({"dataset": "d", "cache": "A", "question_id": ["q0", "q1", "q2", "q3"],
+                              "draft correct": [0.0, 0.0, 1.0, 1.0], "revision correct": [1.0, 1.0, 0.0, 0.0]})
+    curve = tau_sweep(results, revisions, taus=[0.0, 0.5, 0.8, 1.0]).set_index("tau")
+    # τ = 0: every draft with an anti-context is falsified (q2 has none: never)
+    assert curve["intervention rate"].tolist() == [75.0, 50.0, 25.0, 0.0]
+    assert curve["accuracy"].tolist() == [75.0, 50.0, 75.0, 50.0]
+    assert (curve["CI low"] <= curve["accuracy"]).all() and (curve["accuracy"] <= curve["CI high"]).all()
+    assert "accuracy" not in tau_sweep(results).columns  # without revisions: the rate only
+    with pytest.raises(ValueError, match="do not cover every FVA-RAG question"):
+        tau_sweep(results, revisions.iloc[:3])
+
+
+def test_accuracy_at_the_runs_tau_is_the_runs_accuracy():
+    """The τ curve is exact: at the run's τ it reproduces FVA-RAG's accuracy in Table 2, and every
+    revision the run wrote is the one the curve uses (tiny: the run notebook 05 then reuses)."""
+    import json
+
+    from robustkit import fva
+
+    cfg = settings("tiny")
+    results = fva.run(cfg)
+    revisions = fva.pipeline.revisions_at_any_tau(cfg, results)
+    curve = fva.experiments.tau_sweep(results, revisions, taus=[cfg.tau])
+    table = fva.experiments.table2(results).query("source == 'kit' and method == 'fva-rag'")
+    assert dict(zip(zip(curve["dataset"], curve["cache"]), curve["accuracy"].round(2))) == \
+        dict(zip(zip(table["dataset"], table["cache"]), table["accuracy"]))
+    ran = results[results["method"] == "fva-rag"].merge(revisions, on=["dataset", "cache", "question_id"])
+    falsified = ran["trace"].map(lambda t: json.loads(t)["verdict"] == "falsified")
+    assert (ran.loc[falsified, "revision"] == ran.loc[falsified, "answer"]).all()
+    assert not ran.loc[falsified, "written for the curve"].any()
+    assert ran["written for the curve"].sum() == (~falsified & ran["trace"].map(
+        lambda t: bool(json.loads(t)["anti_context_ids"]))).sum()

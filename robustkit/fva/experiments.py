@@ -112,14 +112,34 @@ def falsified_examples(results: pd.DataFrame, corpora: dict, n: int = 5) -> pd.D
     return table.sort_values("outcome", key=lambda s: s.map(order), kind="stable").head(n).reset_index(drop=True)
 
 
-def tau_sweep(results: pd.DataFrame, taus=np.linspace(0, 1, 21)) -> pd.DataFrame:
-    """Intervention rate if τ were moved, from the run's recorded contradiction scores (no new
-    model call): the share of drafts whose max contradiction clears each τ, per dataset × cache.
-    Accuracy at another τ needs the revisions that τ would trigger, so it is not estimated here."""
+def tau_sweep(results: pd.DataFrame, revisions: pd.DataFrame | None = None,
+              taus=np.linspace(0, 1, 21), *, seed: int = 0) -> pd.DataFrame:
+    """FVA-RAG's intervention rate at every τ, from the run's recorded contradiction scores (no
+    new model call), per dataset × cache; a draft without an anti-context is never falsified.
+    With ``revisions`` (``pipeline.revisions_at_any_tau``: the revision every draft would get)
+    also its accuracy at every τ, exact, with a question-level 95% bootstrap CI."""
     fva = results[results["method"] == "fva-rag"]
-    worst = fva["trace"].map(lambda t: json.loads(t)["max_contradiction"])
-    rows = [{"dataset": d, "cache": c, "tau": float(t), "intervention rate": 100 * float(np.mean(w >= t))}
-            for (d, c), w in worst.groupby([fva["dataset"], fva["cache"]]) for t in taus]
+    traces = fva["trace"].map(json.loads)
+    scores = pd.DataFrame({"dataset": fva["dataset"], "cache": fva["cache"], "question_id": fva["question_id"],
+                           "s": traces.map(lambda t: t["max_contradiction"]),
+                           "falsifiable": traces.map(lambda t: bool(t["anti_context_ids"]))})
+    if revisions is not None:
+        scores = scores.merge(revisions[["dataset", "cache", "question_id", "draft correct", "revision correct"]],
+                              on=["dataset", "cache", "question_id"], how="left", validate="one_to_one")
+        if scores["draft correct"].isna().any():
+            raise ValueError("revisions do not cover every FVA-RAG question of the run: rebuild them "
+                             "with pipeline.revisions_at_any_tau(cfg, results)")
+    rows = []
+    for (dataset, cache), part in scores.groupby(["dataset", "cache"], sort=False):
+        for tau in taus:
+            falsified = part["falsifiable"].to_numpy() & (part["s"].to_numpy() >= tau)
+            row = {"dataset": dataset, "cache": cache, "tau": round(float(tau), 4),
+                   "intervention rate": 100 * float(falsified.mean()), "n": len(part)}
+            if revisions is not None:
+                correct = np.where(falsified, part["revision correct"], part["draft correct"])
+                low, high = bootstrap_ci(correct, seed=seed)
+                row.update({"accuracy": 100 * float(correct.mean()), "CI low": 100 * low, "CI high": 100 * high})
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -140,8 +160,12 @@ def findings(table: pd.DataFrame, tests: pd.DataFrame) -> str:
         lines.append(
             f"{dataset}, cache {cache} (n = {int(fva['n'])}): FVA-RAG falsified "
             f"{fva['intervention rate']:.1f}% of drafts; true answers {fva['accuracy']:.1f}% vs vanilla "
-            f"{vanilla['accuracy']:.1f}%. Paired McNemar, {len(part)} comparisons: "
+            f"{vanilla['accuracy']:.1f}%. Paired McNemar, {len(part)} comparisons here ({len(tests)} in all): "
             + (f"{len(significant)} below p = 0.05" if len(significant) else "none below p = 0.05")
-            + f" (smallest p {best['p (exact McNemar)']} vs {best['vs']}: {int(best['improvements'])} "
-            f"improvements, {int(best['regressions'])} regressions).")
+            + f" (smallest p {best['p (exact McNemar)']} vs {best['vs']}: {_count(best['improvements'], 'improvement')}, "
+            f"{_count(best['regressions'], 'regression')}).")
     return "\n".join(lines)
+
+
+def _count(n, noun: str) -> str:
+    return f"{int(n)} {noun}{'' if int(n) == 1 else 's'}"

@@ -1,15 +1,19 @@
 """``python -m robustkit run fva``: FVA-RAG and its baselines on every evaluated question × cache
-A and B — Table 2 and 3, McNemar, adjudicator agreement — printed and drawn into ``figures/``."""
+A and B — Table 2 and 3, McNemar, adjudicator agreement, cost — printed; Table 2 and accuracy at
+every τ drawn (``fva_tau``: each kept draft's revision written once, so the curve is exact); every
+table written into ``figures/`` (``fva_table2``, ``fva_table3``, ``fva_mcnemar``,
+``fva_adjudicators``, ``fva_cost``, with a ``_<scale>`` suffix above tiny)."""
 from __future__ import annotations
 
 import time
 
 import pandas as pd
 
+from robustkit.config import figures_dir
 from robustkit.fva import experiments as ex
 from robustkit.fva import figures
 from robustkit.fva.config import FVAConfig, settings
-from robustkit.fva.pipeline import adjudicator, describe, run, run_dir, run_log
+from robustkit.fva.pipeline import adjudicator, describe, revisions_at_any_tau, run, run_dir, run_log
 
 
 def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
@@ -25,13 +29,21 @@ def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
         results = run(cfg, judge=judge)
         table = ex.table2(results)
         tests = ex.significance(results)
+        tables = {"table3": ex.table3(results), "mcnemar": tests,
+                  "adjudicators": ex.adjudicator_agreement(results, cfg.tau), "cost": ex.cost(results)}
         print(table.drop(columns=["CI low", "CI high"]).to_string(index=False))
-        print(tests.drop(columns=["p"]).to_string(index=False))
-        print(ex.table3(results).to_string(index=False))
-        print(ex.adjudicator_agreement(results, cfg.tau).to_string(index=False))
-        print(ex.cost(results).to_string(index=False))
+        for frame in tables.values():
+            print(frame.to_string(index=False))
     print(ex.findings(table, tests))
     suffix = "" if cfg.scale.name == "tiny" else f"_{cfg.scale.name}"
     figures.plot_table2(table, scale=cfg.scale.name, name=f"fva_table2{suffix}")
-    print(f"[robustkit] done in {(time.perf_counter() - start) / 60:.1f} min (figures/fva_table2{suffix}.png)")
+    curve = ex.tau_sweep(results, revisions_at_any_tau(cfg, results, judge=judge))
+    print(curve.pivot_table(index="tau", columns=["dataset", "cache"],
+                            values=["intervention rate", "accuracy"]).iloc[::4].round(1).to_string())
+    figures.plot_tau_curve(curve, scale=cfg.scale.name, tau=cfg.tau, name=f"fva_tau{suffix}")
+    for key, frame in tables.items():
+        frame.to_csv(figures_dir() / f"fva_{key}{suffix}.csv", index=False)
+    print(f"[robustkit] done in {(time.perf_counter() - start) / 60:.1f} min (figures/fva_table2{suffix}.png, "
+          f"fva_tau{suffix}.png "
+          f"and fva_{{{','.join(tables)}}}{suffix}.csv)")
     return table
