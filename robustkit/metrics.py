@@ -206,6 +206,18 @@ def mcnemar(correct_a: Sequence[float], correct_b: Sequence[float]) -> dict[str,
     return {"a_only": a_only, "b_only": b_only, "p_value": p_value}
 
 
+def separation_auc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """P(score of a positive > score of a negative), ties counting half — the ROC AUC as the
+    Mann-Whitney U over the pairs (scikit-learn's ``roc_auc_score``); NaN when a side is empty."""
+    from scipy.stats import mannwhitneyu
+
+    pos, neg = (np.asarray(v, dtype=float) for v in (positive, negative))
+    for name, values in (("positive", pos), ("negative", neg)):
+        _reject_nan(values, name)
+    if not len(pos) or not len(neg):
+        return float("nan")
+    return float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
+
 def format_p(p: float, relation: bool = False) -> str:
     """A p-value for a table ("0.0312", or "< 1e-4" below that — never "0"); with ``relation``,
     for a sentence ("= 0.0312" / "< 1e-4")."""

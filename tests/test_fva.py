@@ -239,3 +239,18 @@ def test_accuracy_at_the_runs_tau_is_the_runs_accuracy():
     assert not ran.loc[falsified, "written for the curve"].any()
     assert ran["written for the curve"].sum() == (~falsified & ran["trace"].map(
         lambda t: bool(json.loads(t)["anti_context_ids"]))).sum()
+
+
+def test_diagnostics_say_whether_the_score_finds_false_drafts_and_what_revising_does():
+    import pandas as pd
+
+    from robustkit.fva.experiments import adjudicator_diagnostics
+
+    revisions = pd.DataFrame({"dataset": "d", "cache": "A", "question_id": ["q0", "q1", "q2", "q3"],
+                              "max_contradiction": [0.9, 0.6, 0.2, 0.7], "anti_context": [True, True, True, False],
+                              "draft correct": [0.0, 0.0, 1.0, 1.0], "revision correct": [1.0, 0.0, 0.0, 1.0]})
+    row = adjudicator_diagnostics(revisions, tau=0.5).iloc[0]
+    assert row["false drafts"] == 2 and row["falsified if false (%)"] == 100.0
+    assert row["falsified if true (%)"] == 0.0  # q3 clears τ but has no anti-context
+    assert row["AUC false vs true draft"] == 0.75  # pairs: 0.9>0.2, 0.9>0.7, 0.6>0.2, 0.6<0.7
+    assert (row["revising all: fixed"], row["revising all: broken"]) == (1, 1)

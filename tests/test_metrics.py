@@ -289,3 +289,13 @@ def test_excess_aurc_is_zero_for_a_perfect_ranking_and_positive_otherwise():
     worst = metrics.aurc([0.1, 0.9, 0.2, 0.3, 0.8], correct)
     assert metrics.excess_aurc([0.1, 0.9, 0.2, 0.3, 0.8], correct) == pytest.approx(worst - oracle)
     assert worst - oracle > 0
+
+
+def test_separation_auc_counts_ties_half_and_refuses_nan():
+    from robustkit.metrics import separation_auc
+
+    assert separation_auc([0.9, 0.5], [0.5, 0.1]) == 0.875  # 3 wins and one tie of 4 pairs
+    assert separation_auc([0.1], [0.9]) == 0.0
+    assert np.isnan(separation_auc([], [0.3]))
+    with pytest.raises(ValueError, match="NaN"):
+        separation_auc([0.2, float("nan")], [0.1])

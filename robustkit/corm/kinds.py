@@ -20,6 +20,7 @@ from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.groups import soft_by_key
 from robustkit.data import mini_rewrites
 from robustkit.data.records import has_answer
+from robustkit.metrics import separation_auc
 
 KINDS = ("gold", "premise-matching", "distractor")
 
@@ -69,8 +70,6 @@ def label_separation(cfg: CormConfig | None, labels: Sequence[dict], soft: Seque
     AUC gold vs non-gold (ties count half, the Mann-Whitney U), the questions whose
     highest-labelled candidate is gold (ties: the share of gold among the tied), and the
     questions that give the critic any positive (a candidate with label > 0)."""
-    from scipy.stats import mannwhitneyu
-
     kind_of = passage_kinds(cfg)
     frame = pd.DataFrame({"question_id": [r["question_id"] for r in labels],
                           "gold": [kind_of(r["question_id"], r["doc_id"]) == "gold" for r in labels],
@@ -78,7 +77,7 @@ def label_separation(cfg: CormConfig | None, labels: Sequence[dict], soft: Seque
     rows = []
     for label in ("s", "s_soft"):
         gold, other = frame.loc[frame["gold"], label], frame.loc[~frame["gold"], label]
-        auc = mannwhitneyu(gold, other).statistic / (len(gold) * len(other)) if len(gold) and len(other) else float("nan")
+        auc = separation_auc(gold, other)
         top = frame[frame[label] == frame.groupby("question_id")[label].transform("max")]
         rows.append({"label": label, "AUC gold vs other": round(auc, 3),
                      "gold ranked first (questions)": round(top.groupby("question_id")["gold"].mean().sum(), 1),

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.fva import paper
-from robustkit.metrics import bootstrap_ci, format_p, mcnemar
+from robustkit.metrics import bootstrap_ci, format_p, mcnemar, separation_auc
 
 METHOD_LABELS = {"vanilla": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
                  "crag": "CRAG (cosine evaluator)", "fva-rag": "FVA-RAG"}
@@ -141,6 +141,25 @@ def tau_sweep(results: pd.DataFrame, revisions: pd.DataFrame | None = None,
                 row.update({"accuracy": 100 * float(correct.mean()), "CI low": 100 * low, "CI high": 100 * high})
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def adjudicator_diagnostics(revisions: pd.DataFrame, tau: float = paper.TAU) -> pd.DataFrame:
+    """Does the adjudicator find the drafts that need revising, and does revising help? Per
+    dataset × cache, from ``pipeline.revisions_at_any_tau``: how often a false / a true draft is
+    falsified at τ, the AUC of the max contradiction for telling false drafts from true ones
+    (0.5 = chance), and what revising *every* draft would do (fixed: false → true; broken)."""
+    rows = []
+    for (dataset, cache), part in revisions.groupby(["dataset", "cache"], sort=False):
+        false = part["draft correct"] == 0
+        falsified = part["anti_context"] & (part["max_contradiction"] >= tau)
+        rows.append({"dataset": dataset, "cache": cache, "n": len(part), "false drafts": int(false.sum()),
+                     "falsified if false (%)": 100 * falsified[false].mean(),
+                     "falsified if true (%)": 100 * falsified[~false].mean(),
+                     "AUC false vs true draft": separation_auc(part.loc[false, "max_contradiction"],
+                                                               part.loc[~false, "max_contradiction"]),
+                     "revising all: fixed": int((false & (part["revision correct"] == 1)).sum()),
+                     "revising all: broken": int((~false & (part["revision correct"] == 0)).sum())})
+    return pd.DataFrame(rows).round(3)
 
 
 def cost(results: pd.DataFrame) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 A and B — Table 2 and 3, McNemar, adjudicator agreement, cost — printed; Table 2 and accuracy at
 every τ drawn (``fva_tau``: each kept draft's revision written once, so the curve is exact); every
 table written into ``figures/`` (``fva_table2``, ``fva_table3``, ``fva_mcnemar``,
-``fva_adjudicators``, ``fva_cost``, with a ``_<scale>`` suffix above tiny)."""
+``fva_adjudicators``, ``fva_cost``, ``fva_diagnostics``, with a ``_<scale>`` suffix above tiny)."""
 from __future__ import annotations
 
 import time
@@ -37,7 +37,10 @@ def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
     print(ex.findings(table, tests))
     suffix = "" if cfg.scale.name == "tiny" else f"_{cfg.scale.name}"
     figures.plot_table2(table, scale=cfg.scale.name, name=f"fva_table2{suffix}")
-    curve = ex.tau_sweep(results, revisions_at_any_tau(cfg, results, judge=judge))
+    revisions = revisions_at_any_tau(cfg, results, judge=judge)
+    curve = ex.tau_sweep(results, revisions)
+    tables["diagnostics"] = ex.adjudicator_diagnostics(revisions, cfg.tau)
+    print(tables["diagnostics"].to_string(index=False))
     print(curve.pivot_table(index="tau", columns=["dataset", "cache"],
                             values=["intervention rate", "accuracy"]).iloc[::4].round(1).to_string())
     figures.plot_tau_curve(curve, scale=cfg.scale.name, tau=cfg.tau, name=f"fva_tau{suffix}")
