@@ -218,6 +218,7 @@ def separation_auc(positive: Sequence[float], negative: Sequence[float]) -> floa
         return float("nan")
     return float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
 
+
 def format_p(p: float, relation: bool = False) -> str:
     """A p-value for a table ("0.0312", or "< 1e-4" below that — never "0"); with ``relation``,
     for a sentence ("= 0.0312" / "< 1e-4")."""

@@ -33,6 +33,12 @@ def set_style(inline: bool = False) -> None:
     plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 150, "savefig.bbox": "tight"})
 
 
+def figure_suffix(scale: str) -> str:
+    """The suffix of a figure's name at ``scale``: none at tiny (the notebooks' own figures),
+    ``_<scale>`` above (``corm_table1_small``), so a larger run never overwrites the tiny one."""
+    return "" if scale == "tiny" else f"_{scale}"
+
+
 def save(fig, name: str, table: pd.DataFrame | None = None) -> Path:
     """Write ``figures/<name>.png`` (and ``<name>.csv`` with the plotted numbers)."""
     out = figures_dir() / f"{name}.png"

@@ -87,7 +87,8 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
         fva = fva[fva["dataset"] == dataset]
     fva = fva.reset_index(drop=True)
     traces = [json.loads(t) for t in fva["trace"]]
-    worst = pd.Series([t["max_contradiction"] if t["anti_context_ids"] else float("-inf") for t in traces])
+    worst = pd.Series([t["max_contradiction"] for t in traces])
+    has_anti_context = pd.Series([bool(t["anti_context_ids"]) for t in traces])
     if revisions is not None:
         revisions = fva[["dataset", "cache", "question_id"]].merge(
             revisions, on=["dataset", "cache", "question_id"], how="left", validate="one_to_one")
@@ -118,7 +119,7 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
             elif revisions is not None and revisions["written for the curve"].iloc[pick.value]:
                 print(f"revision if falsified (written for the τ curve): {revisions['revision'].iloc[pick.value]}")
             print(f"final answer true by TruthfulQA's rule: {bool(row['correct'])}")
-            falsified = worst >= tau.value
+            falsified = has_anti_context & (worst >= tau.value)  # FVA-RAG's rule (fva.method.is_falsified)
             print(f"\nat τ = {tau.value:.2f}: {100 * falsified.mean():.1f}% of {len(fva)} drafts would be falsified")
             if revisions is not None:
                 correct = revisions["revision correct"].where(falsified, revisions["draft correct"])

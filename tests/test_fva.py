@@ -183,6 +183,7 @@ def test_fva_interrupted_midway_resumes_to_the_same_answers(tmp_path, generator,
         system.answer(queries)
     monkeypatch.setattr(reader, "_decode", real)
     resumed = system.answer(queries)
+
     def steps(a):
         return a.text, a.trace["draft"], a.trace["kill_queries"], a.trace["verdict"], a.passage_ids
 

@@ -14,6 +14,7 @@ from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.pipeline import describe, run
 from robustkit.alignrag.train import run_dir, training_curves
 from robustkit.config import figures_dir
+from robustkit.plots import figure_suffix
 
 
 def main(cfg: AlignRAGConfig | str | None = None) -> pd.DataFrame:
@@ -36,7 +37,7 @@ def save_tables(results: pd.DataFrame, curves: pd.DataFrame, scale: str) -> tupl
     """Table 1 and 5 as CSV, Fig. 2, 3, 4, 6 and the training curves as PNG + CSV, under
     ``figures/`` (suffix ``_<scale>`` beyond tiny); returns every table and figure (closed: a
     notebook shows each where it discusses it) by name."""
-    suffix = "" if scale == "tiny" else f"_{scale}"
+    suffix = figure_suffix(scale)
     tables = {"table1": ex.table1(results), "table5": ex.table5(results), "significance": ex.significance(results),
               "ood drop": ex.ood_drop(results), "iterations": ex.iterations(results),
               "informative": ex.informative_vs_noisy(results), "ablation": ex.ablation(results),

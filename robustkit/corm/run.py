@@ -15,6 +15,7 @@ from robustkit.corm import experiments as ex
 from robustkit.corm import figures
 from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.pipeline import CRITIC_VARIANTS, run_dir, train_questions
+from robustkit.plots import figure_suffix
 
 # Wall time of this command with a cold cache (fp32), measured, by (scale, with LLM-rerank), and
 # on which 2-core CPU: what the start-up line tells a user to expect. Small took 95 min on AVX2
@@ -56,7 +57,7 @@ def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.
         print(recall[recall["k"].isin([1, 3, 5, 10, 20, 50, 100])].pivot(
             index="k", columns="method", values="recall").round(3))
     print(ex.findings(table, tests, coverage, shares))
-    suffix = "" if cfg.scale.name == "tiny" else f"_{cfg.scale.name}"
+    suffix = figure_suffix(cfg.scale.name)
     figures.plot_table1(table, scale=cfg.scale.name, name=f"corm_table1{suffix}")
     figures.plot_risk_coverage(curves, coverage, scale=cfg.scale.name,
                                name=f"corm_fig3_risk_coverage{suffix}")

@@ -13,6 +13,7 @@ from robustkit.counterrefine import experiments as ex
 from robustkit.counterrefine import figures
 from robustkit.counterrefine.config import CounterRefineConfig, settings
 from robustkit.counterrefine.pipeline import describe, run, run_dir
+from robustkit.plots import figure_suffix
 
 
 def main(cfg: CounterRefineConfig | str | None = None) -> pd.DataFrame:
@@ -35,7 +36,7 @@ def save_tables(results: pd.DataFrame, scale: str) -> tuple[dict[str, pd.DataFra
     """Table 3 and 4 as CSV, Fig. 2 and 3 as PNG + CSV, under ``figures/`` (suffix ``_<scale>``
     beyond tiny); returns every table and both figures (closed: a notebook shows each where it
     discusses it) by name."""
-    suffix = "" if scale == "tiny" else f"_{scale}"
+    suffix = figure_suffix(scale)
     tables = {"table3": ex.table3(results), "table4": ex.table4(results), "transitions": ex.transitions(results),
               "helped vs harmed": ex.helped_vs_harmed(results), "validation": ex.validation_outcomes(results),
               "cost": ex.cost(results)}

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.fva import paper
+from robustkit.fva.method import is_falsified
 from robustkit.metrics import bootstrap_ci, format_p, mcnemar, separation_auc
 
 METHOD_LABELS = {"vanilla": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
@@ -132,7 +133,7 @@ def tau_sweep(results: pd.DataFrame, revisions: pd.DataFrame | None = None,
     rows = []
     for (dataset, cache), part in scores.groupby(["dataset", "cache"], sort=False):
         for tau in taus:
-            falsified = part["falsifiable"].to_numpy() & (part["s"].to_numpy() >= tau)
+            falsified = is_falsified(part["s"], part["falsifiable"], tau)
             row = {"dataset": dataset, "cache": cache, "tau": round(float(tau), 4),
                    "intervention rate": 100 * float(falsified.mean()), "n": len(part)}
             if revisions is not None:
@@ -151,7 +152,7 @@ def adjudicator_diagnostics(revisions: pd.DataFrame, tau: float = paper.TAU) -> 
     rows = []
     for (dataset, cache), part in revisions.groupby(["dataset", "cache"], sort=False):
         false = part["draft correct"] == 0
-        falsified = part["anti_context"] & (part["max_contradiction"] >= tau)
+        falsified = pd.Series(is_falsified(part["max_contradiction"], part["anti_context"], tau), index=part.index)
         rows.append({"dataset": dataset, "cache": cache, "n": len(part), "false drafts": int(false.sum()),
                      "falsified if false (%)": 100 * falsified[false].mean(),
                      "falsified if true (%)": 100 * falsified[~false].mean(),

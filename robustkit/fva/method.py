@@ -20,6 +20,7 @@ import re
 import time
 from typing import Sequence
 
+import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
@@ -42,6 +43,12 @@ REVISION_PREFILL = "The draft answer was invalidated. Corrected answer:"
 PROMPT_VERSION = hashlib.sha256("\n".join(
     (KILL_PROMPT, *KILL_TEMPLATES, REVISION_PROMPT, REVISION_PREFILL)).encode()).hexdigest()[:12]
 RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al., 2009)
+
+
+def is_falsified(max_contradiction, has_anti_context, tau: float) -> np.ndarray:
+    """FVA-RAG's verdict rule, elementwise: falsified iff there is an anti-context and its max
+    contradiction is >= τ (a draft with nothing to contradict it stands)."""
+    return np.asarray(has_anti_context, dtype=bool) & (np.asarray(max_contradiction, dtype=float) >= tau)
 
 
 class FVARAG:
@@ -84,7 +91,7 @@ class FVARAG:
         negative = self.anti_context(kill)  # call 2, shared by the m kill queries
         scores = self.adjudicator.contradiction(texts, drafts, [[p.content for p in docs] for docs in negative])
         worst = [float(s.max()) if len(s) else 0.0 for s in scores]
-        falsified = [bool(len(docs)) and s >= self.tau for docs, s in zip(negative, worst)]
+        falsified = is_falsified(worst, [bool(docs) for docs in negative], self.tau).tolist()
         todo = [i for i, f in enumerate(falsified) if f]
         revised = dict(zip(todo, self.revise([texts[i] for i in todo], [drafts[i] for i in todo],
                                              [positive[i] for i in todo], [negative[i] for i in todo])))

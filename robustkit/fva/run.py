@@ -14,6 +14,7 @@ from robustkit.fva import experiments as ex
 from robustkit.fva import figures
 from robustkit.fva.config import FVAConfig, settings
 from robustkit.fva.pipeline import adjudicator, describe, revisions_at_any_tau, run, run_dir, run_log
+from robustkit.plots import figure_suffix
 
 
 def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
@@ -35,7 +36,7 @@ def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
         for frame in tables.values():
             print(frame.to_string(index=False))
     print(ex.findings(table, tests))
-    suffix = "" if cfg.scale.name == "tiny" else f"_{cfg.scale.name}"
+    suffix = figure_suffix(cfg.scale.name)
     figures.plot_table2(table, scale=cfg.scale.name, name=f"fva_table2{suffix}")
     revisions = revisions_at_any_tau(cfg, results, judge=judge)
     curve = ex.tau_sweep(results, revisions)
