@@ -73,17 +73,17 @@ def test_split_holds_out_whole_questions():
     assert len(val) == 8
 
 
-def test_tiny_end_to_end_critic_separates_gold_from_premise(tmp_path, monkeypatch):
-    """perturb → label → groups → train at the tiny scale (the notebooks' stages, whose model
-    calls it leaves in the call cache); on the training questions the critic ranks the gold
-    passage above the premise-matching ones for their hand-written biased rewrites."""
+def test_tiny_end_to_end_critic_separates_gold_from_premise(monkeypatch):
+    """perturb → label → groups → warm start → train at the tiny scale: the notebooks' own
+    stages, so notebooks 01–03 replay its model calls and reuse its warm start and critic; on the
+    training questions the critic ranks the gold passage above the premise-matching ones for
+    their hand-written biased rewrites."""
     import numpy as np
 
     from robustkit.corm import pipeline, settings
     from robustkit.data import mini_corpus, mini_rewrites
 
-    monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
-    cfg = settings("tiny", warm_start=False)  # the critic's own training, from the bare init
+    cfg = settings("tiny")
     model_dir = pipeline.train_critic(cfg, "corm", progress=False)
     history = pipeline.training_history(cfg, ["corm"])
     assert (history["split"] == "val").sum() == 3
@@ -140,3 +140,32 @@ def test_training_entry_point_imports_only_torch_transformers_accelerate():
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_stored_scores_are_replayed_by_a_later_scorer_of_the_same_checkpoint_only(tmp_path, monkeypatch):
+    """``store_as`` keeps scores on disk: a new scorer (a later notebook) of the same checkpoint
+    replays them exactly and runs the critic only on new pairs; another checkpoint does not."""
+    import numpy as np
+    import torch
+
+    from robustkit.config import resolve_model
+
+    monkeypatch.setenv("ROBUSTKIT_CACHE", str(tmp_path))
+    torch.manual_seed(0)
+    critic = EvidenceCritic(resolve_model("critic_init", "tiny", verbose=False).path)
+    queries, passages = ["who wrote hamlet", "capital of peru"], ["Hamlet is by Shakespeare.", "Lima."]
+    first = CriticScorer(critic, store_as="checkpoint-a").score(queries, passages)
+
+    def scorer_logging_pairs(checkpoint: str, asked: list) -> CriticScorer:
+        scorer = CriticScorer(critic, store_as=checkpoint)
+        forward = scorer._forward
+        monkeypatch.setattr(scorer, "_forward", lambda q, p: asked.extend(zip(q, p)) or forward(q, p))
+        return scorer
+
+    asked = []
+    again = scorer_logging_pairs("checkpoint-a", asked).score([*queries, queries[0]], [*passages, passages[1]])
+    np.testing.assert_array_equal(again[:2], first)  # replayed bit for bit
+    assert asked == [(queries[0], passages[1])]  # only the new pair reached the critic
+    asked = []
+    scorer_logging_pairs("checkpoint-b", asked).score(queries, passages)
+    assert asked == list(zip(queries, passages))  # another checkpoint's scores are not replayed

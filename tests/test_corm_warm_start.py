@@ -97,3 +97,13 @@ def test_training_from_a_saved_critic_starts_from_its_head(tmp_path):
     trained = EvidenceCritic.load(tmp_path / "run" / "model")
     assert trained.config["base_model"] == init.name
     assert abs(trained.head.bias.item() - 3.0) < 1e-3
+
+
+def test_without_the_warm_start_every_critic_starts_from_the_bare_bi_encoder(monkeypatch, tmp_path):
+    from robustkit.config import resolve_model
+    from robustkit.corm import pipeline, settings
+
+    monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
+    init = resolve_model("critic_init", "tiny", verbose=False)
+    assert pipeline.critic_start(settings("tiny", warm_start=False)) == (init.path, init.name, init.name)
+    assert not any(tmp_path.iterdir())  # nothing trained

@@ -312,6 +312,8 @@ def test_critic_training_interrupted_resumes_to_the_same_weights(tmp_path, monke
                "labels": [1.0, 0.0, 0.0]} for i in range(6)]
     knobs = dict(init=init.path, epochs=2, batch_groups=2, seed=1, progress=False)
     training.train(groups[:4], groups[4:], out_dir=tmp_path / "whole", **knobs)
+    # the last epoch ends in the saved model, so only the epochs before it leave a checkpoint
+    assert [p.name for p in (tmp_path / "whole" / "checkpoints").iterdir()] == ["epoch-0"]
 
     real = training.evaluate
     monkeypatch.setattr(training, "evaluate", interrupted_on_call(real, 2))  # in the 2nd epoch

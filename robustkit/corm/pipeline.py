@@ -319,4 +319,4 @@ def _digest(rows) -> str:
 def _scorer(path: str, sha256: str):
     from robustkit.corm.critic import CriticScorer
 
-    return CriticScorer(path)
+    return CriticScorer(path, store_as=sha256)  # its scores outlive the process

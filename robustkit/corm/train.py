@@ -96,8 +96,9 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             history.extend(rows)
-        accelerator.save_state(out_dir / "checkpoints" / f"epoch-{epoch}")
-        _prune_checkpoints(out_dir, keep=epoch)
+        if epoch < epochs - 1:  # the last epoch ends in the saved model: no state to resume from
+            accelerator.save_state(out_dir / "checkpoints" / f"epoch-{epoch}")
+            _prune_checkpoints(out_dir, keep=epoch)
     rows = [history.records[k] for k in sorted(history.records, key=_history_order)]
     if accelerator.is_main_process:
         accelerator.unwrap_model(model).save(model_dir)
