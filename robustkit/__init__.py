@@ -5,8 +5,8 @@
     rk.data, rk.retrieval, rk.reader …  # the shared core
     rk.corm.labels(scale)               # a method's stages, experiments and figures
 
-The core — config, artifacts, data, retrieval, llm, reader, judges, nli, methods, baselines,
-adaptive, resources, metrics, truthfulqa, plots, widgets — is shared; each method lives in its own
+The core — config, artifacts, data, retrieval, llm, reader, crossencoder, judges, nli, methods,
+baselines, adaptive, resources, metrics, truthfulqa, plots, widgets — is shared; each method lives in its own
 folder (``corm/``, ``fva/``, ``counterrefine/``) and imports only the core. Submodules load on
 first use, so ``import robustkit`` is cheap.
 """
@@ -16,7 +16,8 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "config", "corm", "counterrefine", "data", "fva", "gap",
+_SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "config", "corm", "counterrefine",
+               "crossencoder", "data", "fva", "gap",
                "judges", "llm", "methods", "metrics", "nli", "plots", "qa_sets", "reader", "resources",
                "retrieval", "truthfulqa", "widgets")
 _FROM_CONFIG = ("get_scale", "with_overrides", "describe_environment", "Scale")

@@ -11,10 +11,11 @@ has, said plainly here and in notebook 05:
 - ``CRAG``: retrieve k → a retrieval evaluator scores each passage → *correct* (the best passage
   clears ``upper``: keep the passages above ``lower``), *incorrect* (none clears ``lower``: discard
   them, rewrite the query, retrieve again from the same frozen corpus — CRAG's web search has no
-  offline counterpart) or *ambiguous* (both) → read. CRAG trains a T5 evaluator; offline the
-  default evaluator is the dense retriever's own question–passage cosine (any scorer with
-  ``score(queries, passages)`` — a cross-encoder on Colab — can take its place), with thresholds
-  set on training questions (``calibrate_thresholds``), never on evaluated ones.
+  offline counterpart) or *ambiguous* (both) → read. CRAG trains a T5 evaluator; the kit's
+  stand-in is any scorer with ``score(queries, passages)`` — FVA-RAG's runs pass the kit's
+  relevance cross-encoder (``crossencoder.relevance_scorer``) — and without one the dense
+  retriever's own question–passage cosine, with thresholds set on training questions
+  (``calibrate_thresholds``), never on evaluated ones.
 
 Both stay within the budget every FVA-RAG comparison uses: at most two retrieval calls of k.
 """

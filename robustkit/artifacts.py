@@ -89,6 +89,12 @@ def checksum(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def digest(rows: Any) -> str:
+    """sha256 of JSON-serialisable ``rows`` (key order ignored): a stage input standing for data
+    too large to keep in a manifest, such as training groups."""
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and an atomic rename."""
     path = Path(path)

@@ -211,6 +211,8 @@ def bench_fva(n_queries: int = 8) -> dict[str, float]:
     generator = systems["vanilla"].generator.with_cache(False)  # real generation, no replays
     for system in systems.values():
         system.generator = generator
+    if systems["crag"].evaluator is not None:  # its grades are kept on disk: grade afresh
+        systems["crag"].evaluator = systems["crag"].evaluator.uncached()
     probe = systems["vanilla"]
     answer_with_context(generator, [queries[0].text], top_passages(probe.retriever, probe.corpus, [queries[0].text], 1),
                         max_words=probe.max_words, max_new_tokens=2)  # load + warm up kernels

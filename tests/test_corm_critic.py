@@ -1,7 +1,8 @@
 import pytest
 
-from robustkit.corm.critic import CriticScorer, EvidenceCritic
-from robustkit.corm.groups import build_groups, relevance_groups, split_groups
+from robustkit.corm.groups import build_groups, relevance_groups
+from robustkit.crossencoder.groups import split_groups
+from robustkit.crossencoder.model import CrossEncoder, CrossEncoderScorer
 
 TEXTS = {d: f"passage {d}" for d in "abcde"}
 LABELS = [
@@ -89,7 +90,7 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(monkeypatch):
     assert (history["split"] == "val").sum() == 3
     per_epoch = (history["split"] == "train").sum() // 3  # each validation row at its epoch's last step
     assert history.loc[history["split"] == "val", "step"].tolist() == [per_epoch, 2 * per_epoch, 3 * per_epoch]
-    scorer = CriticScorer(model_dir)
+    scorer = CrossEncoderScorer(model_dir)
     corpus = mini_corpus()
     pairs = [([r.text] * 2, [corpus[q.gold_ids[0]].content, corpus[r.premise_ids[0]].content])
              for q in pipeline.train_questions(cfg) for r in mini_rewrites()
@@ -122,12 +123,12 @@ def test_checkpoint_with_mismatched_tokenizer_is_refused(tmp_path):
     from robustkit.config import resolve_model
 
     init = resolve_model("critic_init", "tiny")
-    critic = EvidenceCritic(init.path)
+    critic = CrossEncoder(init.path)
     critic.save(tmp_path / "c")
     config = (tmp_path / "c" / "critic_config.json")
     config.write_text(config.read_text().replace(str(critic.tokenizer.vocab_size), "1234"))
     with pytest.raises(ValueError, match="tokenizer vocabulary"):
-        EvidenceCritic.load(tmp_path / "c")
+        CrossEncoder.load(tmp_path / "c")
 
 
 def test_training_entry_point_imports_only_torch_transformers_accelerate():
@@ -136,7 +137,7 @@ def test_training_entry_point_imports_only_torch_transformers_accelerate():
 
     heavy = ["pandas", "faiss", "sentence_transformers", "datasets", "bm25s", "scipy", "seaborn",
              "matplotlib", "peft", "trl", "sklearn"]
-    code = ("import sys, robustkit.corm.train, robustkit.corm.__main__, accelerate; "
+    code = ("import sys, robustkit.crossencoder.train, robustkit.corm.__main__, accelerate; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
@@ -152,12 +153,12 @@ def test_stored_scores_are_replayed_by_a_later_scorer_of_the_same_checkpoint_onl
 
     monkeypatch.setenv("ROBUSTKIT_CACHE", str(tmp_path))
     torch.manual_seed(0)
-    critic = EvidenceCritic(resolve_model("critic_init", "tiny", verbose=False).path)
+    critic = CrossEncoder(resolve_model("critic_init", "tiny", verbose=False).path)
     queries, passages = ["who wrote hamlet", "capital of peru"], ["Hamlet is by Shakespeare.", "Lima."]
-    first = CriticScorer(critic, store_as="checkpoint-a").score(queries, passages)
+    first = CrossEncoderScorer(critic, store_as="checkpoint-a").score(queries, passages)
 
-    def scorer_logging_pairs(checkpoint: str, asked: list) -> CriticScorer:
-        scorer = CriticScorer(critic, store_as=checkpoint)
+    def scorer_logging_pairs(checkpoint: str, asked: list) -> CrossEncoderScorer:
+        scorer = CrossEncoderScorer(critic, store_as=checkpoint)
         forward = scorer._forward
         monkeypatch.setattr(scorer, "_forward", lambda q, p: asked.extend(zip(q, p)) or forward(q, p))
         return scorer

@@ -2,42 +2,7 @@
 import numpy as np
 import pytest
 
-from robustkit.corm.groups import warm_start_groups
 from robustkit.corm.prior import PriorReranker, choose_lambda, interpolate
-
-TEXTS = {"g": "Paris is the capital of France.", "h": "The capital is Paris, said the guide.",
-         "n1": "Lyon is a city.", "n2": "Berlin is in Germany.", "n3": "Rome is old."}
-QUESTION = {"id": "q1", "text": "capital of France?", "answers": ["Paris"]}
-
-
-def test_warm_start_groups_take_the_best_ranked_gold_passage_and_only_answerless_negatives():
-    groups, stats = warm_start_groups([QUESTION], [["n1", "h", "g", "n2", "n3"]], TEXTS,
-                                      n_negatives=2, seed=0)
-    (group,) = groups
-    assert group["query"] == "capital of France?" and group["type"] == "clean"
-    positive = [d for d, y in zip(group["doc_ids"], group["labels"]) if y == 1.0]
-    assert positive == ["h"]  # the better-ranked of the two gold-bearing candidates
-    negatives = set(group["doc_ids"]) - {"h"}
-    assert len(negatives) == 2 and negatives <= {"n1", "n2", "n3"}  # never the other gold one
-    assert group["docs"] == [TEXTS[d] for d in group["doc_ids"]]
-    assert stats == {"questions": 1, "skipped (no gold candidate)": 0, "skipped (no negative)": 0}
-
-
-def test_warm_start_groups_shuffle_the_positive_and_count_skips():
-    questions = [dict(QUESTION, id=f"q{i}") for i in range(40)]
-    groups, _ = warm_start_groups(questions, [["g", "n1", "n2", "n3"]] * 40, TEXTS, n_negatives=3)
-    positions = {g["labels"].index(1.0) for g in groups}
-    assert len(positions) > 1, "the positive always sits at one position: a tie would leak the label"
-    no_gold = dict(QUESTION, id="q-none", answers=["Madrid"])
-    _, stats = warm_start_groups([QUESTION, no_gold, dict(QUESTION, id="q-only")],
-                                 [["g", "n1"], ["g", "n1"], ["g", "h"]], TEXTS, n_negatives=1)
-    assert stats["skipped (no gold candidate)"] == 1 and stats["skipped (no negative)"] == 1
-    with pytest.raises(ValueError, match="no warm-start group"):
-        warm_start_groups([no_gold], [["g", "n1"]], TEXTS, n_negatives=1)
-    with pytest.raises(ValueError, match="2 candidate lists"):
-        warm_start_groups([QUESTION], [["g"], ["g"]], TEXTS, n_negatives=1)
-    with pytest.raises(ValueError, match="N"):
-        warm_start_groups([QUESTION], [["g"]], TEXTS, n_negatives=0)
 
 
 def test_interpolation_ends_are_the_critic_and_the_first_stage():
@@ -78,27 +43,6 @@ def test_warm_start_knobs_are_checked(knob, value, message):
         settings("tiny", **{knob: value})
 
 
-def test_training_from_a_saved_critic_starts_from_its_head(tmp_path):
-    """A variant trained from the warm start keeps the warm start's head, not a fresh one."""
-    import torch
-
-    from robustkit.config import resolve_model
-    from robustkit.corm.critic import EvidenceCritic
-    from robustkit.corm.train import train
-
-    init = resolve_model("critic_init", "tiny")
-    start = EvidenceCritic(init.path, base_model=init.name)
-    with torch.no_grad():
-        start.head.bias.fill_(3.0)
-    start.save(tmp_path / "start")
-    group = {"query": "capital of France?", "docs": [TEXTS["g"], TEXTS["n1"]], "labels": [1.0, 0.0]}
-    train([group] * 2, [group], init=str(tmp_path / "start"), out_dir=tmp_path / "run",
-          epochs=1, lr=1e-9, batch_groups=2, max_length=32, progress=False)
-    trained = EvidenceCritic.load(tmp_path / "run" / "model")
-    assert trained.config["base_model"] == init.name
-    assert abs(trained.head.bias.item() - 3.0) < 1e-3
-
-
 def test_without_the_warm_start_every_critic_starts_from_the_bare_bi_encoder(monkeypatch, tmp_path):
     from robustkit.config import resolve_model
     from robustkit.corm import pipeline, settings
@@ -107,3 +51,15 @@ def test_without_the_warm_start_every_critic_starts_from_the_bare_bi_encoder(mon
     init = resolve_model("critic_init", "tiny", verbose=False)
     assert pipeline.critic_start(settings("tiny", warm_start=False)) == (init.path, init.name, init.name)
     assert not any(tmp_path.iterdir())  # nothing trained
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small", "colab", "paper"])
+def test_corm_warm_start_is_the_scales_relevance_model_at_its_defaults(scale):
+    """One model, two uses: at CoRM's defaults the warm start is the relevance cross-encoder CRAG
+    grades retrieval with (same recipe, hence the same artifact); a changed knob is its own."""
+    from robustkit.corm import settings, warm_start_recipe
+    from robustkit.crossencoder.relevance import recipe
+
+    assert warm_start_recipe(settings(scale)) == recipe(scale)
+    changed = warm_start_recipe(settings(scale, warm_start_epochs=5))
+    assert changed.epochs == 5 and changed.slug != recipe(scale).slug

@@ -89,7 +89,8 @@ def test_adjudicators_refuse_misaligned_input():
 
 @pytest.mark.parametrize("changes, message", [
     ({"tau": 1.5}, "tau"), ({"tau": float("nan")}, "tau"), ({"m_kill_queries": 0}, "m_kill_queries"),
-    ({"k": 0}, "k"), ({"adjudicator": "gpt"}, "unknown adjudicator"), ({"cache": "C"}, "unknown FVA knob")])
+    ({"k": 0}, "k"), ({"adjudicator": "gpt"}, "unknown adjudicator"), ({"cache": "C"}, "unknown FVA knob"),
+    ({"crag_evaluator": "t5"}, "unknown CRAG evaluator")])
 def test_bad_knobs_fail_before_any_work(changes, message):
     with pytest.raises(ValueError, match=message):
         settings("tiny", **changes)
@@ -129,6 +130,32 @@ def test_crag_thresholds_come_from_training_questions(mini, embedder, generator,
     for a in answers:
         assert a.retrieval_calls == (1 if a.trace["crag_action"] == "correct" else 2)
         assert 1 <= len(a.passage_ids) <= 3 and (a.trace["rewrite"] is None) == (a.retrieval_calls == 1)
+
+
+def test_crag_grades_retrieval_with_the_kits_relevance_cross_encoder(mini, queries):
+    """By default a passage's grade is the relevance CE's score of (question, passage), the
+    thresholds its tertiles over training questions, and the run log names the checkpoint."""
+    from robustkit.artifacts import read_manifest
+    from robustkit.crossencoder.relevance import relevance_model
+    from robustkit.fva import pipeline
+
+    corpus, _ = mini
+    cfg = settings("tiny")
+    grader = pipeline.crag_evaluator(cfg)
+    assert grader is pipeline.crag_evaluator(cfg)  # one scorer per config
+    crag = pipeline.methods(cfg, corpus, AnswerConflict())["crag"]
+    assert crag.evaluator is grader and 0 <= crag.lower <= crag.upper <= 1
+    answers = crag.answer(queries)
+    first = crag.retriever.search([q.text for q in queries], 3)
+    for q, a, row in zip(queries, answers, first):
+        expected = grader.score([q.text] * len(row), [corpus[h.doc_id].content for h in row])
+        np.testing.assert_allclose(a.trace["evaluator_scores"], expected, atol=1e-6)
+        assert a.trace["crag_action"] == crag.action(expected)
+    logged = pipeline.run_log(cfg)["crag evaluator"]
+    assert logged["sha256"] == read_manifest(relevance_model("tiny"))["sha256"]
+    assert logged["recipe"]["dataset"] == "mini"
+    cosine = settings("tiny", crag_evaluator="dense-cosine")
+    assert pipeline.crag_evaluator(cosine) is None and pipeline.run_log(cosine)["crag evaluator"] == "dense-cosine"
 
 
 def test_self_rag_keeps_the_best_critiqued_candidate(generator, mini, queries):

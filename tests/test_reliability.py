@@ -14,8 +14,8 @@ from robustkit.artifacts import read_manifest, stage
 from robustkit.baselines import RerankedRAG
 from robustkit.config import get_scale, with_overrides
 from robustkit.corm.config import settings
-from robustkit.corm.groups import split_groups
-from robustkit.corm.loss import make_loss
+from robustkit.crossencoder.groups import split_groups
+from robustkit.crossencoder.loss import make_loss
 from robustkit.corm.rag import RiskAwareRAG
 from robustkit.data import Corpus, DataError, Misconception, Passage, Question, Rewrite
 from robustkit.retrieval import build_retriever
@@ -106,7 +106,7 @@ def test_bad_input_is_refused_with_a_message_naming_it(case, call, error, words)
 
 
 def test_bad_training_knobs_are_refused_before_a_model_loads(tmp_path):
-    from robustkit.corm.train import train
+    from robustkit.crossencoder.train import train
 
     groups = [{"question_id": "q", "query": "q", "docs": ["d"], "labels": [1.0]}]
     for knobs, words in [({"lr": NAN}, "lr"), ({"epochs": 0}, "epochs"), ({"warmup": 2.0}, "warmup"),
@@ -303,8 +303,8 @@ def test_critic_training_interrupted_resumes_to_the_same_weights(tmp_path, monke
     import torch
 
     from robustkit.config import resolve_model
-    from robustkit.corm import train as training
-    from robustkit.corm.critic import EvidenceCritic
+    from robustkit.crossencoder import train as training
+    from robustkit.crossencoder.model import CrossEncoder
 
     init = resolve_model("critic_init", "tiny", verbose=False)
     groups = [{"question_id": f"q{i}", "query": f"who wrote book {i}?",
@@ -323,8 +323,8 @@ def test_critic_training_interrupted_resumes_to_the_same_weights(tmp_path, monke
     monkeypatch.setattr(training, "evaluate", real)
     history = training.train(groups[:4], groups[4:], out_dir=tmp_path / "resumed", **knobs)
     assert [h["epoch"] for h in history if h["split"] == "val"] == [1, 2]
-    a = EvidenceCritic.load(tmp_path / "whole" / "model").state_dict()
-    b = EvidenceCritic.load(tmp_path / "resumed" / "model").state_dict()
+    a = CrossEncoder.load(tmp_path / "whole" / "model").state_dict()
+    b = CrossEncoder.load(tmp_path / "resumed" / "model").state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     histories = [(tmp_path / d / "model" / "history.jsonl").read_text() for d in ("whole", "resumed")]
     assert histories[0] == histories[1]

@@ -4,10 +4,7 @@ it into an Evidence Critic, abstain when no candidate is safe.
     config.py       its knobs per scale (K, M, N, C, epochs …)
     perturb.py      §3.1 the Cognitive Perturbation Protocol (three bias types, the adversary)
     teacher.py      §3.2 robustness labels s(x, d)
-    groups.py       §3.3 listwise groups (the relevance CE's, the kit's warm start's)
-    loss.py         §3.3 the hybrid listwise + pointwise loss
-    critic.py       §3.3 the Evidence Critic cross-encoder and its scorer
-    train.py        §3.3 the Accelerate training loop
+    groups.py       §3.3 listwise groups (and the relevance CE baseline's, mirroring them)
     rag.py          §3.4 Algorithm 1, risk-aware RAG with abstention
     prior.py        the kit's extension: the critic on top of the dense scores
     pipeline.py     the stages as artifacts under runs/<scale>/corm/
@@ -16,16 +13,18 @@ it into an Evidence Critic, abstain when no candidate is safe.
     figures.py      those tables drawn beside the paper's numbers (paper.py)
     throughput.py   the training loop's speed on GPU / CPU
 
-Submodules load on first use, so ``python -m robustkit.corm train`` needs only torch,
-transformers and accelerate.
+The Evidence Critic is the kit's cross-encoder (``robustkit.crossencoder``: the model, §3.3's
+hybrid loss, the Accelerate training loop) trained on robustness labels, fine-tuned from the
+kit's relevance cross-encoder (the warm start). Submodules load on first use, so
+``python -m robustkit.corm train`` needs only torch, transformers and accelerate.
 """
 import importlib
 
-_SUBMODULES = ("config", "critic", "experiments", "figures", "groups", "kinds", "loss", "paper", "perturb",
-               "pipeline", "prior", "rag", "teacher", "throughput", "train")
+_SUBMODULES = ("config", "experiments", "figures", "groups", "kinds", "paper", "perturb",
+               "pipeline", "prior", "rag", "teacher", "throughput")
 _STAGES = ("perturbations", "labels", "labelling_cost", "training_groups", "train_critic",
            "critic_scorer", "training_history", "compare_on_validation", "train_questions",
-           "test_set", "export_groups", "warm_start", "warm_start_groups", "soft_labels",
+           "test_set", "export_groups", "warm_start", "warm_start_groups", "warm_start_recipe", "soft_labels",
            "CRITIC_VARIANTS")
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from robustkit.artifacts import atomic_write_text
-from robustkit.corm.groups import split_groups
+from robustkit.crossencoder.groups import split_groups
 
 
 def main(argv=None) -> None:
@@ -56,7 +56,7 @@ def _main(argv) -> None:
         if args.out:
             atomic_write_text(args.out, json.dumps(results, indent=2))
         return
-    from robustkit.corm.train import train
+    from robustkit.crossencoder.train import train
 
     if args.val_groups:
         val = _read_groups(args.val_groups)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from robustkit.config import Scale, check_knob, get_scale
+from robustkit.crossencoder.relevance import DATASETS, RECIPES
 
 
 # the floor of each integer knob that is not 1
@@ -48,9 +49,9 @@ class CormConfig:
                 if not isinstance(self.warm_start, bool):
                     raise ValueError(f"CoRM knob warm_start must be True or False, got {self.warm_start!r}")
             elif f.name == "warm_start_dataset":
-                if self.warm_start_dataset not in WARM_START_DATASETS:
+                if self.warm_start_dataset not in DATASETS:
                     raise ValueError(f"CoRM knob warm_start_dataset must be one of "
-                                     f"{list(WARM_START_DATASETS)}, got {self.warm_start_dataset!r}")
+                                     f"{list(DATASETS)}, got {self.warm_start_dataset!r}")
             elif f.name != "scale":
                 check_knob(f"CoRM knob {f.name}", getattr(self, f.name), integer=True,
                            low=_LOWEST.get(f.name, 1))
@@ -67,29 +68,29 @@ class CormConfig:
 
 # The warm start stands in for a pretrained cross-encoder, which offline does not exist (on Colab
 # the hub has them): without it every cross-encoder starts from a bi-encoder with a fresh head
-# and ~100 groups cannot teach it relevance, let alone robustness. Measured at tiny (2-core AVX2):
-# data/mini's 104 training questions, 2 epochs at 3e-4, 126 s, lift the cross-encoder's R@1 on
-# the biased test queries from the 0.33 of 5e-5 (300 NQ-open questions) to 0.79, above dense's
-# 0.52; 300 NQ-open questions for 1 epoch at 3e-4 lifted it to 0.76. Small uses those 300, which
-# keeps the warm start to minutes of the run's 75-min budget. The paper's
-# setting (a pretrained cross-encoder, no warm start) is ``paper``'s.
-WARM_START_DATASETS = ("nq_open_oracle", "mini")  # datasets with a training split and a corpus
-_WARM = dict(warm_start=True, warm_start_dataset="nq_open_oracle", warm_start_questions=0,
-             warm_start_m=10, warm_start_epochs=1, warm_start_lr=3e-4)
+# and ~100 groups cannot teach it relevance, let alone robustness. Its knobs default to the kit's
+# relevance recipe at each scale (``crossencoder.relevance.RECIPES``: why those values, measured),
+# so CoRM's warm start is the very model CRAG grades retrieval with. The paper's setting (a
+# pretrained cross-encoder, no warm start) is ``paper``'s.
+
+
+def _warm(scale: str, **changes) -> dict:
+    r = RECIPES[scale]
+    return dict(warm_start=True, warm_start_dataset=r.dataset, warm_start_questions=r.questions,
+                warm_start_m=r.m, warm_start_epochs=r.epochs, warm_start_lr=r.lr) | changes
+
+
 DEFAULTS: dict[str, dict] = {
     "tiny": dict(k_perturbations=3, m_candidates=6, n_negatives=4, m_inference=10, context_size=1,
-                 epochs=3, batch_groups=8, lr=5e-5, llm_rerank_questions=8,
-                 **{**_WARM, "warm_start_dataset": "mini", "warm_start_epochs": 2}),
+                 epochs=3, batch_groups=8, lr=5e-5, llm_rerank_questions=8, **_warm("tiny")),
     "small": dict(k_perturbations=3, m_candidates=8, n_negatives=6, m_inference=50, context_size=1,
-                  epochs=3, batch_groups=16, lr=5e-5, llm_rerank_questions=0,
-                  **{**_WARM, "warm_start_questions": 300}),
+                  epochs=3, batch_groups=16, lr=5e-5, llm_rerank_questions=0, **_warm("small")),
     "colab": dict(k_perturbations=5, m_candidates=20, n_negatives=10, m_inference=100,
                   context_size=3, epochs=3, batch_groups=32, lr=5e-5,
-                  llm_rerank_questions=0, **_WARM),
+                  llm_rerank_questions=0, **_warm("colab")),
     "paper": dict(k_perturbations=5, m_candidates=100, n_negatives=10, m_inference=100,
                   context_size=3, epochs=3, batch_groups=32, lr=5e-5,
-                  llm_rerank_questions=0, warm_start=False, warm_start_dataset="nq_open_oracle", warm_start_questions=0,
-                  warm_start_m=10, warm_start_epochs=1, warm_start_lr=3e-4),
+                  llm_rerank_questions=0, **_warm("paper", warm_start=False)),
 }
 
 

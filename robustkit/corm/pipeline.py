@@ -10,16 +10,14 @@ Every function takes a ``CormConfig`` (or a scale, meaning CoRM's defaults there
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-from functools import lru_cache
 from pathlib import Path
 
 from robustkit import resources
-from robustkit.artifacts import read_manifest, stage
-from robustkit.config import resolve_model, runs_dir, with_overrides
+from robustkit.artifacts import digest, read_manifest, stage
+from robustkit.config import resolve_model, runs_dir
 from robustkit.corm.config import CormConfig, settings
+from robustkit.crossencoder import MAX_LENGTH
 from robustkit.data import PERTURBATION_TYPES, Question, mini_rewrites, read_jsonl, write_jsonl
 from robustkit.data.records import Rewrite
 from robustkit.judges import NormalisedMatch
@@ -37,7 +35,6 @@ CRITIC_VARIANTS = {
     **{f"k-{k}": {"loss": "hybrid", "k_prime": k} for k in (1, 2)},
     **{f"no-{t}": {"loss": "hybrid", "drop_type": t} for t in PERTURBATION_TYPES},
 }
-MAX_LENGTH = 256  # critic input tokens (query + passage)
 
 
 def run_dir(cfg: CormConfig | None = None) -> Path:
@@ -81,7 +78,7 @@ def labels(cfg: CormConfig | None = None) -> list[dict]:
     questions, records = train_questions(cfg), perturbations(cfg)
     corpus, retriever = resources.corpus_for(cfg.scale), resources.retriever_for(cfg.scale)
     teacher, judge = resources.generator_for(cfg.scale, "teacher"), NormalisedMatch()
-    inputs = {"questions": _digest(_question_rows(questions)), "perturbations": _digest(
+    inputs = {"questions": digest(_question_rows(questions)), "perturbations": digest(
         [[p["question_id"], p["k"], p["text"]] for p in records]), "retriever": retriever.identity(),
         "teacher": teacher.identity(), "judge": judge.name, "reader": READER_VERSION,
         "m": cfg.m_candidates, "max_words": cfg.scale.max_passage_words}
@@ -130,7 +127,8 @@ def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, s
                     ) -> tuple[list[dict], list[dict], dict]:
     """Listwise groups split into train / validation by question (notebook 03); ``soft``: labelled
     by s_soft instead of s, capped at the 0/1 critic's group counts (same steps)."""
-    from robustkit.corm.groups import build_groups, relevance_groups, soft_groups, split_groups
+    from robustkit.corm.groups import build_groups, relevance_groups, soft_groups
+    from robustkit.crossencoder.groups import split_groups
 
     cfg = settings(cfg)
     records, rewrites = labels(cfg), perturbations(cfg)
@@ -156,6 +154,16 @@ def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, s
     return train, val, stats
 
 
+def warm_start_recipe(cfg: CormConfig | None = None):
+    """The relevance model's recipe that ``cfg``'s warm-start knobs name (``crossencoder.relevance``);
+    at CoRM's defaults it is the scale's own, the model CRAG grades retrieval with."""
+    from robustkit.crossencoder.relevance import recipe
+
+    cfg = settings(cfg)
+    return recipe(cfg.scale, dataset=cfg.warm_start_dataset, questions=cfg.warm_start_questions,
+                  m=cfg.warm_start_m, epochs=cfg.warm_start_epochs, lr=cfg.warm_start_lr)
+
+
 def warm_start_groups(cfg: CormConfig | None = None) -> tuple[list[dict], list[dict], dict]:
     """The relevance warm start's groups (train / validation by question): for each of
     ``warm_start_questions`` questions of ``warm_start_dataset``'s training split, its clean
@@ -164,45 +172,22 @@ def warm_start_groups(cfg: CormConfig | None = None) -> tuple[list[dict], list[d
 
     Test questions never appear: the pool is a training split, the one the CoRM training
     questions are sampled from (data/mini's 104 at ``tiny``, NQ-open oracle's beyond)."""
-    from robustkit.corm.groups import split_groups, warm_start_groups as build
+    from robustkit.crossencoder.relevance import groups_for
 
     cfg = settings(cfg)
-    scale = with_overrides(cfg.scale, dataset=cfg.warm_start_dataset)
-    pool = resources.sample(resources.train_split(scale), cfg.warm_start_questions, scale.seed)
-    corpus, retriever = resources.corpus_for(scale), resources.retriever_for(scale)
-    hits = retriever.search([q.text for q in pool], min(cfg.warm_start_m, len(corpus)))
-    texts = {p.id: p.content for p in corpus}
-    groups, stats = build([{"id": q.id, "text": q.text, "answers": q.answers} for q in pool],
-                          [[h.doc_id for h in row] for row in hits], texts,
-                          n_negatives=cfg.n_negatives, seed=cfg.scale.seed)
-    train, val = split_groups(groups, seed=cfg.scale.seed)
-    return train, val, stats | {"groups": len(groups)}
+    return groups_for(cfg.scale, warm_start_recipe(cfg))
 
 
 def warm_start(cfg: CormConfig | None = None, *, progress: bool = True) -> Path:
     """Train (or reuse) the relevance warm start every cross-encoder variant starts from: the
-    ``critic_init`` encoder with a fresh head, trained listwise on ``warm_start_groups``.
+    kit's relevance cross-encoder (``crossencoder.relevance_model``) at ``cfg``'s recipe.
 
     It stands in for the pretrained cross-encoder (e.g. the hub's MS MARCO MiniLM) that a
     reranker is normally fine-tuned from, and which offline does not exist."""
-    from robustkit.corm.train import train
+    from robustkit.crossencoder.relevance import relevance_model
 
     cfg = settings(cfg)
-    train_groups, val_groups, stats = warm_start_groups(cfg)
-    init = resolve_model("critic_init", cfg.scale, verbose=False)
-    inputs = {"groups": _digest(train_groups), "val": _digest(val_groups), "init": init.name,
-              "dataset": cfg.warm_start_dataset, "loss": "listwise", "epochs": cfg.warm_start_epochs,
-              "lr": cfg.warm_start_lr, "max_length": MAX_LENGTH, "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
-
-    def build(out: Path, scratch: Path) -> dict:
-        history = train(train_groups, val_groups, init=init.path, base_model=init.name,
-                        out_dir=scratch, model_dir=out, loss="listwise", epochs=cfg.warm_start_epochs,
-                        lr=cfg.warm_start_lr, batch_groups=cfg.batch_groups, max_length=MAX_LENGTH,
-                        seed=cfg.scale.seed, progress=progress)
-        return {**stats, "train groups": len(train_groups), "validation groups": len(val_groups),
-                "final validation": [h for h in history if h["split"] == "val"][-1]}
-
-    return stage(run_dir(cfg) / "critics" / "warm-start", inputs, build, lambda path: path)
+    return relevance_model(cfg.scale, warm_start_recipe(cfg), progress=progress)
 
 
 def critic_start(cfg: CormConfig | None = None) -> tuple[str, str, str]:
@@ -219,7 +204,7 @@ def critic_start(cfg: CormConfig | None = None) -> tuple[str, str, str]:
 def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
                  progress: bool = True) -> Path:
     """Train (or reuse) one critic variant of ``CRITIC_VARIANTS``; returns its model folder."""
-    from robustkit.corm.train import train
+    from robustkit.crossencoder.train import train
 
     cfg = settings(cfg)
     if variant not in CRITIC_VARIANTS:
@@ -228,7 +213,7 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
     loss, tau = spec.pop("loss"), spec.pop("tau", 1.0)
     train_groups, val_groups, _ = training_groups(cfg, **spec)
     init_path, base_model, init_id = critic_start(cfg)
-    inputs = {"groups": _digest(train_groups), "val": _digest(val_groups), "init": init_id,
+    inputs = {"groups": digest(train_groups), "val": digest(val_groups), "init": init_id,
               "loss": loss, "tau": tau, "epochs": cfg.epochs, "lr": cfg.lr, "max_length": MAX_LENGTH,
               "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
 
@@ -243,10 +228,13 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
 
 
 def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
-    """A ``CriticScorer`` for one critic variant (trained on demand), loaded once per process;
-    ``"warm-start"`` is the relevance warm start they all start from."""
+    """A ``CrossEncoderScorer`` for one critic variant (trained on demand), loaded once per
+    process, its scores kept on disk by checkpoint; ``"warm-start"`` is the relevance warm start
+    they all start from."""
+    from robustkit.crossencoder.model import stored_scorer
+
     path = warm_start(cfg) if variant == "warm-start" else train_critic(cfg, variant)
-    return _scorer(str(path), read_manifest(path)["sha256"])
+    return stored_scorer(str(path), read_manifest(path)["sha256"])
 
 
 def training_history(cfg: CormConfig | None, variants: list[str]):
@@ -266,9 +254,9 @@ def compare_on_validation(cfg: CormConfig | None, variants: list[str]):
     """Every critic scored on the *same* held-out CoRM groups (teacher utilities as gains)."""
     import pandas as pd
 
-    from robustkit.corm.critic import GroupDataset
-    from robustkit.corm.loss import make_loss
-    from robustkit.corm.train import evaluate
+    from robustkit.crossencoder.loss import make_loss
+    from robustkit.crossencoder.model import GroupDataset
+    from robustkit.crossencoder.train import evaluate
 
     cfg = settings(cfg)
     _, val_groups, _ = training_groups(cfg)
@@ -295,7 +283,7 @@ def _perturbations(cfg: CormConfig, questions: list[Question], k: int, name: str
 
     adversary = resources.generator_for(cfg.scale, "adversary", system_prompt=None)
     pool = train_questions(cfg)
-    inputs = {"questions": _digest(_question_rows(questions)), "pool": _digest(_question_rows(pool)),
+    inputs = {"questions": digest(_question_rows(questions)), "pool": digest(_question_rows(pool)),
               "k": k, "adversary": adversary.identity(), "prompts": PROMPTS_VERSION,
               "seed": cfg.scale.seed}
 
@@ -309,14 +297,3 @@ def _perturbations(cfg: CormConfig, questions: list[Question], k: int, name: str
 
 def _question_rows(questions: list[Question]) -> list:
     return [[q.id, q.text, list(q.answers), q.answer_type] for q in questions]
-
-
-def _digest(rows) -> str:
-    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
-
-
-@lru_cache(maxsize=16)
-def _scorer(path: str, sha256: str):
-    from robustkit.corm.critic import CriticScorer
-
-    return CriticScorer(path, store_as=sha256)  # its scores outlive the process

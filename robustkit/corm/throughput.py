@@ -11,8 +11,8 @@ from typing import Sequence
 
 import torch
 
-from robustkit.corm.critic import EvidenceCritic, GroupDataset, group_logits
-from robustkit.corm.loss import make_loss
+from robustkit.crossencoder.loss import make_loss
+from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
 
 
 # Encoder shapes for the benchmark: (layers, hidden, heads, intermediate). "minilm" uses the real
@@ -36,7 +36,7 @@ def benchmark(groups: Sequence[dict], *, init: str, shape: str = "minilm", batch
 
     cuda = torch.cuda.is_available()
     accelerator = Accelerator(mixed_precision="bf16" if cuda else "no")
-    model = EvidenceCritic(_shaped_encoder(init, shape), max_length=max_length)
+    model = CrossEncoder(_shaped_encoder(init, shape), max_length=max_length)
     n_docs = max(1, round(sum(len(g["docs"]) for g in groups) / len(groups)))
     batch_groups = max(1, batch_pairs // n_docs)
     data = GroupDataset(groups, model.tokenizer, max_length)

@@ -13,6 +13,9 @@ from dataclasses import dataclass, fields
 from robustkit.config import Scale, check_knob, get_scale
 
 ADJUDICATORS = ("nli", "answer-conflict")
+# CRAG's retrieval evaluator: the kit's relevance cross-encoder (CRAG trains a T5 one for the same
+# job) or the dense retriever's own question-passage cosine (no trained grader at all)
+CRAG_EVALUATORS = ("relevance-ce", "dense-cosine")
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,7 @@ class FVAConfig:
     m_kill_queries: int = 3  # m: kill queries written per draft
     tau: float = 0.5  # falsified when max contradiction >= tau (the paper's 0.5)
     adjudicator: str = "nli"  # which adjudicator decides: one of ADJUDICATORS
+    crag_evaluator: str = "relevance-ce"  # what grades CRAG's retrieval: one of CRAG_EVALUATORS
     draft_tokens: int = 24  # decoding budgets: draft, kill queries (all m), revision
     kill_tokens: int = 40
     revision_tokens: int = 32
@@ -39,6 +43,9 @@ class FVAConfig:
             elif f.name == "adjudicator":
                 if value not in ADJUDICATORS:
                     raise ValueError(f"unknown adjudicator {value!r}; expected one of {list(ADJUDICATORS)}")
+            elif f.name == "crag_evaluator":
+                if value not in CRAG_EVALUATORS:
+                    raise ValueError(f"unknown CRAG evaluator {value!r}; expected one of {list(CRAG_EVALUATORS)}")
             elif f.name != "scale":
                 check_knob(f"FVA knob {f.name}", value, integer=True,
                            low=0 if f.name in ("n_truthfulqa", "n_mini", "n_mc", "max_words") else 1)

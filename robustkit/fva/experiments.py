@@ -17,7 +17,7 @@ from robustkit.fva.method import is_falsified
 from robustkit.metrics import bootstrap_ci, format_p, mcnemar, separation_auc
 
 METHOD_LABELS = {"vanilla": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
-                 "crag": "CRAG (cosine evaluator)", "fva-rag": "FVA-RAG"}
+                 "crag": "CRAG", "fva-rag": "FVA-RAG"}
 
 
 def table2(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:

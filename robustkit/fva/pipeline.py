@@ -123,19 +123,38 @@ def adjudicator(cfg: FVAConfig | None = None):
     return NLIAdjudicator(nli_model(cfg.scale, progress=False))
 
 
+@lru_cache(maxsize=4)  # one scorer per config, and one line saying which
+def crag_evaluator(cfg: FVAConfig | None = None):
+    """CRAG's retrieval evaluator ``cfg.crag_evaluator`` names: the kit's relevance
+    cross-encoder (trained on demand from a training split, never on evaluated questions) or None
+    for the dense cosine. Prints which one grades."""
+    cfg = settings(cfg)
+    if cfg.crag_evaluator == "dense-cosine":
+        print("[robustkit] CRAG evaluator: the dense retriever's question-passage cosine")
+        return None
+    from robustkit.crossencoder.relevance import recipe, relevance_scorer
+
+    chosen = recipe(cfg.scale)
+    print(f"[robustkit] CRAG evaluator: the kit's relevance cross-encoder ({chosen.slug}: "
+          f"{chosen.dataset}'s training split, 'contains a gold alias' labels)")
+    return relevance_scorer(cfg.scale, chosen, progress=False)
+
+
 def methods(cfg: FVAConfig, cache: Corpus, judge, superset: Corpus | None = None) -> dict:
     """Every method over one corpus: one dense retriever, one generator, k passages per call.
     With ``superset`` (cache B, holding all of cache A), A's retriever reuses B's embeddings."""
     scale = cfg.scale
     generator = resources.generator_for(scale)
     retriever = _retriever(cache, scale, superset)
-    lower, upper = calibrate_thresholds(retriever, cache, calibration_questions(), cfg.k)
+    grader = crag_evaluator(cfg)
+    lower, upper = calibrate_thresholds(retriever, cache, calibration_questions(), cfg.k, evaluator=grader)
     words = cfg.max_words or scale.max_passage_words
     return {
         "vanilla": RerankedRAG(retriever, FirstStage("dense"), generator, cache, m=cfg.k, c=cfg.k,
                                max_words=words, name="vanilla"),
         "self-rag": SelfRAG(retriever, generator, cache, k=cfg.k, max_words=words),
-        "crag": CRAG(retriever, generator, cache, upper=upper, lower=lower, k=cfg.k, max_words=words),
+        "crag": CRAG(retriever, generator, cache, upper=upper, lower=lower, evaluator=grader, k=cfg.k,
+                     max_words=words),
         "fva-rag": FVARAG(retriever, generator, cache, judge, k=cfg.k, m=cfg.m_kill_queries, tau=cfg.tau,
                           max_words=words, draft_tokens=cfg.draft_tokens, kill_tokens=cfg.kill_tokens,
                           revision_tokens=cfg.revision_tokens),
@@ -155,6 +174,7 @@ def run_log(cfg: FVAConfig | None = None, judge=None) -> dict:
                               "corpora": {c: {"name": x.name, "sha256": x.checksum} for c, x in s.caches.items()}}
                      for s in eval_sets(cfg)},
         "adjudicator": judge.name if judge is not None else cfg.adjudicator, "tau": cfg.tau,
+        "crag evaluator": _crag_identity(cfg),
         "knobs": {"k": cfg.k, "m": cfg.m_kill_queries, "max_words": cfg.max_words, "draft_tokens": cfg.draft_tokens,
                   "kill_tokens": cfg.kill_tokens, "revision_tokens": cfg.revision_tokens},
         "seed": scale.seed, "truth rule": TRUTH_RULE,
@@ -300,3 +320,11 @@ def _retriever(cache: Corpus, scale, superset: Corpus | None = None) -> DenseRet
         else:
             _RETRIEVERS[key] = DenseRetriever(cache, load_embedder(spec))
     return _RETRIEVERS[key]
+
+
+def _crag_identity(cfg: FVAConfig) -> dict | str:
+    if cfg.crag_evaluator == "dense-cosine":
+        return "dense-cosine"
+    from robustkit.crossencoder.relevance import identity
+
+    return identity(cfg.scale)

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from robustkit.corm.loss import HybridListwiseLoss, make_loss
+from robustkit.crossencoder.loss import HybridListwiseLoss, make_loss
 
 ALL = torch.ones(1, 3, dtype=torch.bool)
 

@@ -1,8 +1,9 @@
-"""Training the Evidence Critic (CoRM-RAG §3.3) with Accelerate: one loop for CPU and GPU.
+"""Training the kit's cross-encoder with Accelerate: one loop for CPU and GPU.
 
-AdamW (weight decay 0.01) with a cosine schedule and linear warm-up, listwise groups from
-``corm.groups`` with the loss from ``corm.loss``, held-out NDCG@3 / MRR each epoch, a checkpoint
-per epoch that a rerun resumes from. bf16 autocast on GPU, fp32 on CPU; several GPUs unchanged:
+AdamW (weight decay 0.01) with a cosine schedule and linear warm-up over listwise groups
+(``{query, docs, labels}``: CoRM's teacher groups, ``crossencoder.groups``' alias groups), a loss
+from ``crossencoder.loss``, held-out NDCG@3 / MRR each epoch, a checkpoint per epoch that a
+rerun resumes from. bf16 autocast on GPU, fp32 on CPU; several GPUs unchanged:
 
     accelerate launch -m robustkit.corm train --groups runs/colab/corm/groups.jsonl --init ... --out ...
 
@@ -22,8 +23,8 @@ from tqdm.auto import tqdm
 
 from robustkit.artifacts import JsonlLog
 from robustkit.config import check_knob, show_progress
-from robustkit.corm.critic import EvidenceCritic, GroupDataset, group_logits
-from robustkit.corm.loss import make_loss
+from robustkit.crossencoder.loss import make_loss
+from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
 from robustkit.data.records import write_jsonl
 from robustkit.metrics import mrr, ndcg_at_k
 
@@ -33,11 +34,11 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
           batch_groups: int = 32, grad_accum: int = 1, weight_decay: float = 0.01,
           warmup: float = 0.06, max_length: int = 256, seed: int = 0, base_model: str | None = None,
           progress: bool = True) -> list[dict]:
-    """Train a critic with Accelerate; resumes from the last finished epoch in ``out_dir``.
+    """Train a cross-encoder (a CoRM critic, the relevance model) with Accelerate; resumes from the last finished epoch in ``out_dir``.
 
     Args:
         groups, val_groups: from ``build_groups`` / ``relevance_groups`` (+ ``split_groups``).
-        init: encoder to start from (a path or hub id), or a saved critic (encoder and head), such
+        init: encoder to start from (a path or hub id), or a saved cross-encoder (encoder and head), such
             as the kit's relevance warm start.
         loss: ``hybrid`` (CoRM), ``pointwise`` (PA-CE, relevance CE) or ``listwise`` (rank-only).
         tau: listwise temperature τ.
@@ -60,11 +61,11 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     accelerator = Accelerator(mixed_precision="bf16" if torch.cuda.is_available() else "no",
                               gradient_accumulation_steps=grad_accum)
     torch.manual_seed(seed)
-    if (Path(init) / "critic_config.json").exists():  # a trained critic (the warm start): head too
-        model = EvidenceCritic.load(init).train()
+    if (Path(init) / "critic_config.json").exists():  # a trained cross-encoder (the warm start): head too
+        model = CrossEncoder.load(init).train()
         model.config["max_length"] = max_length
     else:
-        model = EvidenceCritic(init, max_length=max_length, base_model=base_model)
+        model = CrossEncoder(init, max_length=max_length, base_model=base_model)
     train_data = GroupDataset(groups, model.tokenizer, max_length)
     val_data = GroupDataset(val_groups, model.tokenizer, max_length)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay,
@@ -106,7 +107,7 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     return rows
 
 
-def evaluate(model: EvidenceCritic, data: GroupDataset, criterion, batch_groups: int = 32) -> dict:
+def evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: int = 32) -> dict:
     """Held-out loss, NDCG@3 (gains = teacher utilities) and MRR of the first useful passage.
 
     The model is left in the mode it came in: a scorer's model evaluated here must not come
@@ -120,7 +121,7 @@ def evaluate(model: EvidenceCritic, data: GroupDataset, criterion, batch_groups:
 
 
 @torch.no_grad()
-def _evaluate(model: EvidenceCritic, data: GroupDataset, criterion, batch_groups: int) -> dict:
+def _evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: int) -> dict:
     device = next(model.parameters()).device
     losses, ndcgs, mrrs = [], [], []
     loader = torch.utils.data.DataLoader(data, batch_size=batch_groups, collate_fn=data.collate)

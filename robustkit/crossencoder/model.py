@@ -1,9 +1,10 @@
-"""The Evidence Critic (CoRM-RAG §3.3): the cross-encoder, its pre-tokenised data, its scorer.
+"""The kit's cross-encoder: the model, its pre-tokenised listwise groups, its scorer.
 
-The critic reads a *perturbed* question and one passage, [x̃ₖ ; d] → encoder → CLS → dropout 0.1
-→ linear → one logit, and learns the teacher's robustness utility s(x, d) (``corm.loss``,
-trained by ``corm.train``). The relevance cross-encoder and PA-CE are the same model trained on
-other labels or another loss.
+It reads a query and one passage, [q ; d] → encoder → CLS → dropout 0.1 → linear → one logit.
+Trained on "contains a gold alias" labels it is the relevance cross-encoder (``relevance``: the
+warm start every CoRM critic starts from, CRAG's retrieval evaluator); trained on the teacher's
+robustness utility s(x, d) of *perturbed* questions it is CoRM-RAG's Evidence Critic (§3.3).
+Losses in ``crossencoder.loss``, the training loop in ``crossencoder.train``.
 
 This module imports only torch and transformers (plus the kit's light modules), so the GPU
 training entry point needs nothing else.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -21,12 +23,12 @@ from torch import nn
 
 from robustkit.artifacts import write_json
 from robustkit.config import quiet_model_loading
+from robustkit.crossencoder import MAX_LENGTH
 
-
-class EvidenceCritic(nn.Module):
+class CrossEncoder(nn.Module):
     """Cross-encoder: encoder → CLS vector → dropout → linear → one logit per (query, passage)."""
 
-    def __init__(self, encoder_path: str, dropout: float = 0.1, max_length: int = 256,
+    def __init__(self, encoder_path: str, dropout: float = 0.1, max_length: int = MAX_LENGTH,
                  base_model: str | None = None):
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
@@ -60,21 +62,21 @@ class EvidenceCritic(nn.Module):
         tmp.rename(directory)
 
     @classmethod
-    def load(cls, directory: str | Path) -> "EvidenceCritic":
+    def load(cls, directory: str | Path) -> "CrossEncoder":
         directory = Path(directory)
         config_path = directory / "critic_config.json"
         if not config_path.exists():
-            raise FileNotFoundError(f"{directory}: not a critic checkpoint (no critic_config.json)")
+            raise FileNotFoundError(f"{directory}: not a cross-encoder checkpoint (no critic_config.json)")
         config = json.loads(config_path.read_text())
-        critic = cls(str(directory / "encoder"), config["dropout"], config["max_length"],
+        model = cls(str(directory / "encoder"), config["dropout"], config["max_length"],
                      config["base_model"])
-        if critic.tokenizer.vocab_size != critic.encoder.config.vocab_size \
-                or critic.tokenizer.vocab_size != config["tokenizer_vocab_size"]:
-            raise ValueError(f"{directory}: tokenizer vocabulary ({critic.tokenizer.vocab_size}) "
-                             f"does not match the encoder's ({critic.encoder.config.vocab_size}) "
+        if model.tokenizer.vocab_size != model.encoder.config.vocab_size \
+                or model.tokenizer.vocab_size != config["tokenizer_vocab_size"]:
+            raise ValueError(f"{directory}: tokenizer vocabulary ({model.tokenizer.vocab_size}) "
+                             f"does not match the encoder's ({model.encoder.config.vocab_size}) "
                              f"for base model {config['base_model']!r}")
-        critic.head.load_state_dict(torch.load(directory / "head.pt", map_location="cpu"))
-        return critic.eval()
+        model.head.load_state_dict(torch.load(directory / "head.pt", map_location="cpu"))
+        return model.eval()
 
 
 class GroupDataset(torch.utils.data.Dataset):
@@ -128,19 +130,19 @@ def group_logits(model, batch: dict) -> torch.Tensor:
     return grid.view(batch["mask"].shape)  # index_copy with precomputed slots: no device sync
 
 
-class CriticScorer:
-    """Batched scoring of (query, passage) pairs with a trained critic: σ(z) ∈ [0, 1].
+class CrossEncoderScorer:
+    """Batched scoring of (query, passage) pairs with a trained cross-encoder: σ(z) ∈ [0, 1].
 
-    Scores are remembered per (query, passage) pair: a critic's weights never change once
-    trained, and the evaluation asks for the same pairs again (the retrieval prior rescores the
-    critic's candidates, the γ and λ choices the same validation queries). With ``store_as``
+    Scores are remembered per (query, passage) pair: the weights never change once trained, and
+    an evaluation asks for the same pairs again (CoRM's retrieval prior rescores the critic's
+    candidates, the γ and λ choices the same validation queries). With ``store_as``
     (the checkpoint's sha256) they are also kept in the kit's on-disk call cache, so the next
-    process — the next notebook, a rerun — replays them instead of running the critic again.
+    process — the next notebook, a rerun — replays them instead of running the model again.
     ``uncached()`` shares the model without either, for timing real forward passes."""
 
-    def __init__(self, critic: EvidenceCritic | str | Path, batch_size: int | None = None,
+    def __init__(self, model: CrossEncoder | str | Path, batch_size: int | None = None,
                  device: str | None = None, *, cache: bool = True, store_as: str | None = None):
-        self.model = critic if isinstance(critic, EvidenceCritic) else EvidenceCritic.load(critic)
+        self.model = model if isinstance(model, CrossEncoder) else CrossEncoder.load(model)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model.to(self.device).eval()
         # small batches keep a CPU's caches warm: 55 pairs/s at 16 vs 36-46 at 64 (2-core AVX2)
@@ -152,11 +154,11 @@ class CriticScorer:
 
             self._store = CallCache()
             # bf16 autocast on a GPU gives other scores than fp32 on a CPU: they are kept apart
-            self._store_model = f"critic:{store_as}:{'bf16' if self.device == 'cuda' else 'fp32'}"
+            self._store_model = f"cross-encoder:{store_as}:{'bf16' if self.device == 'cuda' else 'fp32'}"
 
-    def uncached(self) -> "CriticScorer":
+    def uncached(self) -> "CrossEncoderScorer":
         """The same model and batch size, scoring every pair afresh."""
-        return CriticScorer(self.model, self.batch_size, self.device, cache=False)
+        return CrossEncoderScorer(self.model, self.batch_size, self.device, cache=False)
 
     def score(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """Scores for aligned lists of queries and passages."""
@@ -196,3 +198,10 @@ class CriticScorer:
             with torch.autocast(self.device, dtype=torch.bfloat16, enabled=self.device == "cuda"):
                 scores[idx] = torch.sigmoid(self.model(**enc).float()).cpu().numpy()
         return scores
+
+
+@lru_cache(maxsize=16)
+def stored_scorer(path: str, sha256: str) -> CrossEncoderScorer:
+    """One scorer per trained checkpoint per process, its scores kept on disk under ``sha256``
+    (the checkpoint's, from its manifest) so that the next process replays them."""
+    return CrossEncoderScorer(path, store_as=sha256)

@@ -1,4 +1,5 @@
-"""The Evidence Critic's training objective (CoRM-RAG §3.3), as a small documented module."""
+"""The cross-encoder's training objectives: CoRM-RAG's hybrid listwise + pointwise loss (§3.3)
+and its two halves, as a small documented module."""
 from __future__ import annotations
 
 import torch
@@ -11,7 +12,7 @@ from robustkit.config import check_knob
 class HybridListwiseLoss(nn.Module):
     """Listwise cross-entropy to the teacher's utility distribution plus pointwise BCE.
 
-    For a group of candidates with critic logits z and teacher utilities s ∈ [0, 1]:
+    For a group of candidates with logits z and utilities (CoRM: the teacher's) s ∈ [0, 1]:
 
         L_list = − Σᵢ pᵢ · log softmax(z / τ)ᵢ,   pᵢ = sᵢ / Σⱼ sⱼ
         L_point = mean_i BCE(σ(zᵢ), sᵢ)
@@ -28,7 +29,7 @@ class HybridListwiseLoss(nn.Module):
             is the rank-only ablation; ``listwise_weight=0`` is PA-CE.
 
     Inputs:
-        logits: (G, n) critic logits; targets: (G, n) utilities; mask: (G, n) bool, True = real.
+        logits: (G, n) logits; targets: (G, n) utilities; mask: (G, n) bool, True = real.
 
     Returns: the scalar loss (0 for an empty batch).
 
@@ -69,7 +70,8 @@ class HybridListwiseLoss(nn.Module):
 
 
 def make_loss(kind: str, tau: float = 1.0) -> HybridListwiseLoss:
-    """``hybrid`` (CoRM critic), ``pointwise`` (PA-CE and the relevance CE), ``listwise`` (rank-only)."""
+    """``hybrid`` (CoRM critic), ``pointwise`` (PA-CE and the relevance CE), ``listwise`` (rank-only,
+    and the relevance warm start)."""
     weights = {"hybrid": (1.0, 1.0), "pointwise": (0.0, 1.0), "listwise": (1.0, 0.0)}
     if kind not in weights:
         raise ValueError(f"unknown loss {kind!r}; expected one of {sorted(weights)}")
