@@ -19,7 +19,7 @@ from robustkit import lazy_package
 MAX_LENGTH = 256  # query + passage tokens of every kit cross-encoder
 _SUBMODULES = ("groups", "loss", "model", "relevance", "train")
 _NAMES = {"CrossEncoder": "model", "CrossEncoderScorer": "model", "RECIPES": "relevance",
-          "Recipe": "relevance", "recipe": "relevance", "relevance_groups": "relevance",
+          "Recipe": "relevance", "recipe": "relevance", "groups_for": "relevance",
           "relevance_model": "relevance", "relevance_scorer": "relevance"}
 
 __getattr__, __dir__ = lazy_package(__name__, _SUBMODULES, _NAMES)

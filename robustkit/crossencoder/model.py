@@ -25,6 +25,7 @@ from robustkit.artifacts import write_json
 from robustkit.config import quiet_model_loading
 from robustkit.crossencoder import MAX_LENGTH
 
+
 class CrossEncoder(nn.Module):
     """Cross-encoder: encoder → CLS vector → dropout → linear → one logit per (query, passage)."""
 
