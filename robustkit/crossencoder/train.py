@@ -173,12 +173,13 @@ def keep_freed_memory() -> None:
 
     CPU training allocates the same activation buffers each step; by default glibc serves blocks
     over its mmap threshold (at most 32 MiB) with fresh mmaps and trims the heap after each free,
-    so every step page-faults its buffers in again (4.3× the faults of this setting). Serving
+    so every step page-faults its buffers in again (2.9× the faults of this setting). Serving
     *every* block from the heap avoids that but fragments it: dynamically padded batches change
     the buffers' sizes each step, and training the small relevance model peaked at 19.0 GiB
     against glibc's 11.9. A fixed 256 MiB threshold keeps the many mid-sized buffers in the heap
     and maps only the largest (attention probabilities of a long batch): 15.0 GiB, with 1.5× the
-    first setting's faults and a step time within noise of it (measured beside another job). Trimming only beyond 1 GiB keeps the heap's top. A no-op off glibc.
+    first setting's faults and a step time within noise of it (measured beside another job).
+    Trimming only beyond 1 GiB keeps the heap's top. A no-op off glibc.
     """
     if not sys.platform.startswith("linux"):
         return
