@@ -78,7 +78,7 @@ class Generator:
                  spec: ModelSpec | None = None, cache: CallCache | bool = True,
                  dtype: str | None = None, device: str | None = None,
                  batch_size: int | None = None, system_prompt: str | None = DEFAULT_SYSTEM,
-                 share_prefixes: bool = True):
+                 share_prefixes: bool = True, reserve_cache: bool = True):
         self.scale = get_scale(scale)
         self.spec = spec or resolve_model(role, self.scale)
         self.device = pick_device(device)
@@ -86,6 +86,7 @@ class Generator:
         self.batch_size = batch_size or self.scale.gen_batch_size
         self.system_prompt = system_prompt
         self.share_prefixes = share_prefixes  # off only to measure what sharing saves (bench)
+        self.reserve_cache = reserve_cache  # likewise: off is transformers' cache that copies itself each step
         self.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
         self.hits = self.misses = 0
         self._model = self._tokenizer = None
@@ -294,6 +295,8 @@ class Generator:
 
         with torch.inference_mode():
             _, input_ids, mask, cache = prefix.prefill(self.model, token_ids, groups, self.tokenizer.pad_token_id)
+            if self.reserve_cache:
+                prefix.reserve(cache, input_ids.shape[1] - cache.get_seq_length() + max_new_tokens)
             out = self.model.generate(input_ids=input_ids, attention_mask=mask,
                                       **prefix.cache_argument(self.model, cache),
                                       max_new_tokens=max_new_tokens, do_sample=False,

@@ -9,9 +9,15 @@ such prompts by their longest common token prefix and packs the groups into batc
 members' full inputs, so ``model.generate`` (or one more forward pass) only computes the
 suffixes. Prompts are token-identical to the unshared ones; positions skip the padding, so the
 result is the same computation up to floating-point summation order.
+
+``reserve`` then gives the cache room for the tokens still to come. transformers' growing cache
+concatenates every layer's keys and values at each decoding step, which copies the whole cache
+per token: 59% of a teacher batch's decoding time on a 2-core CPU. A reserved layer writes each
+step in place and hands attention the same values in the same shapes.
 """
 from __future__ import annotations
 
+from functools import cache as _once
 from typing import Sequence
 
 Group = tuple[list[int], int]  # (indices of the prompts, length of the prefix they share)
@@ -77,6 +83,44 @@ def prefill(model, token_ids: Sequence[Sequence[int]], groups: list[Group], pad_
     input_ids = torch.cat([prefix[owner], suffix.to(device)], dim=1)
     attention_mask = torch.cat([prefix_mask[owner], suffix_mask.to(device)], dim=1)
     return members, input_ids, attention_mask, cache
+
+
+def reserve(cache, extra_tokens: int) -> None:
+    """Give every layer of a filled ``DynamicCache`` room for ``extra_tokens`` more positions
+    (the suffix and the new tokens of ``generate``), so that decoding stops copying the cache."""
+    cache.layers = [_reserved_layer_class()(layer, extra_tokens) for layer in cache.layers]
+
+
+@_once
+def _reserved_layer_class():
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        """A ``DynamicLayer`` whose keys and values are views of a buffer with spare positions:
+        ``update`` writes into the buffer instead of concatenating, and returns tensors equal in
+        shape and value to what concatenation would have returned."""
+
+        def __init__(self, filled: DynamicLayer, extra_tokens: int):
+            super().__init__()
+            batch, heads, length, dim = filled.keys.shape
+            self.key_buffer = filled.keys.new_empty(batch, heads, length + extra_tokens, dim)
+            self.value_buffer = filled.values.new_empty(batch, heads, length + extra_tokens, filled.values.shape[-1])
+            self.key_buffer[:, :, :length] = filled.keys
+            self.value_buffer[:, :, :length] = filled.values
+            self.keys, self.values = self.key_buffer[:, :, :length], self.value_buffer[:, :, :length]
+            self.device, self.is_initialized = filled.keys.device, True
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            start, end = self.keys.shape[-2], self.keys.shape[-2] + key_states.shape[-2]
+            if end > self.key_buffer.shape[-2]:
+                raise RuntimeError(f"reserved KV cache holds {self.key_buffer.shape[-2]} positions; "
+                                   f"{end} were asked for (reserve more extra_tokens)")
+            self.key_buffer[:, :, start:end] = key_states
+            self.value_buffer[:, :, start:end] = value_states
+            self.keys, self.values = self.key_buffer[:, :, :end], self.value_buffer[:, :, :end]
+            return self.keys, self.values
+
+    return ReservedLayer
 
 
 def cache_argument(model, cache) -> dict:

@@ -93,3 +93,33 @@ def test_shared_prefix_equals_separate_prompts(fresh):
     probs = fresh.option_probabilities(prompts, batch_size=3)
     for p, joint in zip(prompts, probs):
         assert joint == pytest.approx(alone.option_probabilities([p])[0], abs=1e-4)
+
+
+def test_reserved_cache_decodes_what_the_growing_cache_decodes(fresh):
+    """Decoding into a reserved KV cache (written in place) gives token for token what
+    transformers' growing cache (concatenated each step) gives, over a full 24-token budget."""
+    prompts = [PASSAGE_PROMPT, "Passage: The Nile flows north into the Mediterranean Sea.\n"
+               "Question: which sea does the nile flow into?\nAnswer:"]
+    reserved = fresh.with_cache(False)
+    growing = fresh.with_cache(False)
+    growing.reserve_cache = False
+    assert (reserved.generate(prompts, max_new_tokens=24, stop=())
+            == growing.generate(prompts, max_new_tokens=24, stop=()))
+
+
+def test_reserved_layer_returns_the_concatenation_and_refuses_to_overflow():
+    import torch
+    from transformers import DynamicCache
+
+    from robustkit import prefix
+
+    first, second = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 2, 4)
+    cache = DynamicCache()
+    cache.update(first, first + 1, 0)
+    prefix.reserve(cache, 2)
+    keys, values = cache.update(second, second + 1, 0)
+    assert torch.equal(keys, torch.cat([first, second], dim=-2))
+    assert torch.equal(values, torch.cat([first, second], dim=-2) + 1)
+    assert cache.get_seq_length() == 7
+    with pytest.raises(RuntimeError, match="reserved KV cache holds 7 positions; 8"):
+        cache.update(second[:, :, :1], second[:, :, :1], 0)
