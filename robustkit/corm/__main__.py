@@ -56,7 +56,7 @@ def _main(argv) -> None:
         if args.out:
             atomic_write_text(args.out, json.dumps(results, indent=2))
         return
-    from robustkit.crossencoder.train import train
+    from robustkit.crossencoder.train import pass_budget, train
 
     if args.val_groups:
         val = _read_groups(args.val_groups)
@@ -65,7 +65,8 @@ def _main(argv) -> None:
     start = time.perf_counter()
     history = train(groups, val, init=args.init, out_dir=args.out, loss=args.loss, tau=args.tau,
                     epochs=args.epochs, lr=args.lr, batch_groups=args.batch_groups,
-                    grad_accum=args.grad_accum, max_length=args.max_length, seed=args.seed)
+                    grad_accum=args.grad_accum, max_length=args.max_length, seed=args.seed,
+                    max_pairs=pass_budget()[0])
     last = [h for h in history if h["split"] == "val"][-1]
     atomic_write_text(Path(args.out) / "summary.json", json.dumps(
         {"seconds": time.perf_counter() - start, **last}, indent=2))

@@ -204,9 +204,10 @@ def critic_start(cfg: CormConfig | None = None) -> tuple[str, str, str]:
 def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
                  progress: bool = True) -> Path:
     """Train (or reuse) one critic variant of ``CRITIC_VARIANTS``; returns its model folder."""
-    from robustkit.crossencoder.train import train
+    from robustkit.crossencoder.train import pass_budget, train
 
     cfg = settings(cfg)
+    max_pairs, budget = pass_budget()
     if variant not in CRITIC_VARIANTS:
         raise ValueError(f"unknown critic variant {variant!r}; expected one of {sorted(CRITIC_VARIANTS)}")
     spec = dict(CRITIC_VARIANTS[variant])
@@ -215,13 +216,13 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
     init_path, base_model, init_id = critic_start(cfg)
     inputs = {"groups": digest(train_groups), "val": digest(val_groups), "init": init_id,
               "loss": loss, "tau": tau, "epochs": cfg.epochs, "lr": cfg.lr, "max_length": MAX_LENGTH,
-              "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed}
+              "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed, **budget}
 
     def build(out: Path, scratch: Path) -> dict:
         history = train(train_groups, val_groups, init=init_path, base_model=base_model,
                         out_dir=scratch, model_dir=out, loss=loss, tau=tau, epochs=cfg.epochs,
                         lr=cfg.lr, batch_groups=cfg.batch_groups, max_length=MAX_LENGTH,
-                        seed=cfg.scale.seed, progress=progress)
+                        seed=cfg.scale.seed, max_pairs=max_pairs, progress=progress)
         return {"final validation": [h for h in history if h["split"] == "val"][-1]}
 
     return stage(run_dir(cfg) / "critics" / variant, inputs, build, lambda path: path)

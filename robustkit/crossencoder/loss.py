@@ -29,7 +29,8 @@ class HybridListwiseLoss(nn.Module):
             is the rank-only ablation; ``listwise_weight=0`` is PA-CE.
 
     Inputs:
-        logits: (G, n) logits; targets: (G, n) utilities; mask: (G, n) bool, True = real.
+        logits: (G, n) logits; targets: (G, n) utilities; mask: (G, n) bool, True = real;
+        denominators: the whole batch's ``denominators`` when these rows are a micro-batch of it.
 
     Returns: the scalar loss (0 for an empty batch).
 
@@ -48,13 +49,23 @@ class HybridListwiseLoss(nn.Module):
                              f"listwise={listwise_weight}, pointwise={pointwise_weight}")
         self.tau, self.listwise_weight, self.pointwise_weight = tau, listwise_weight, pointwise_weight
 
-    def forward(self, logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def denominators(self, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(groups with Σs > 0, real candidates) of a batch: the two means' denominators. A
+        micro-batch's loss taken over its whole batch's denominators is its share of the batch's
+        loss, so micro-batch losses (and gradients) add up to the batch's."""
+        totals = (targets.float() * mask).sum(dim=1)
+        return torch.stack([(totals > 0).float().sum(), mask.float().sum()]).clamp_min(1)
+
+    def forward(self, logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
+                denominators: torch.Tensor | None = None) -> torch.Tensor:
         if logits.shape != targets.shape or logits.shape != mask.shape:
             raise ValueError(f"logits {tuple(logits.shape)}, targets {tuple(targets.shape)} and "
                              f"mask {tuple(mask.shape)} must have the same shape (groups, candidates)")
         if logits.numel() == 0:
             return logits.sum() * 0.0
         # written without data-dependent branches or boolean indexing: no host-device sync
+        if denominators is None:
+            denominators = self.denominators(targets, mask)
         logits, targets, weight = logits.float(), targets.float() * mask, mask.float()
         loss = logits.new_zeros(())
         if self.listwise_weight:
@@ -62,10 +73,10 @@ class HybridListwiseLoss(nn.Module):
             valid = (totals > 0).float()
             log_probs = F.log_softmax((logits / self.tau).masked_fill(~mask, -1e4), dim=1)
             per_group = -(targets / totals.clamp_min(1e-12).unsqueeze(1) * log_probs).sum(dim=1)
-            loss = loss + self.listwise_weight * (per_group * valid).sum() / valid.sum().clamp_min(1)
+            loss = loss + self.listwise_weight * (per_group * valid).sum() / denominators[0]
         if self.pointwise_weight:
             bce = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
-            loss = loss + self.pointwise_weight * (bce * weight).sum() / weight.sum().clamp_min(1)
+            loss = loss + self.pointwise_weight * (bce * weight).sum() / denominators[1]
         return loss
 
 

@@ -100,21 +100,22 @@ def relevance_model(scale: Scale | str | None = None, chosen: Recipe | None = No
                     progress: bool = True) -> Path:
     """Train (or reuse) the relevance cross-encoder: ``critic_init``'s encoder with a fresh head,
     trained listwise on ``groups_for``. Returns its model folder."""
-    from robustkit.crossencoder.train import train
+    from robustkit.crossencoder.train import pass_budget, train
 
     scale = get_scale(scale)
     chosen = chosen or recipe(scale)
+    max_pairs, budget = pass_budget()
     train_groups, val_groups, stats = groups_for(scale, chosen)
     init = resolve_model("critic_init", scale, verbose=False)
     inputs = {"groups": digest(train_groups), "val": digest(val_groups), "init": init.name,
               "dataset": chosen.dataset, "loss": "listwise", "epochs": chosen.epochs, "lr": chosen.lr,
-              "max_length": MAX_LENGTH, "batch_groups": chosen.batch_groups, "seed": scale.seed}
+              "max_length": MAX_LENGTH, "batch_groups": chosen.batch_groups, "seed": scale.seed, **budget}
 
     def build(out: Path, scratch: Path) -> dict:
         history = train(train_groups, val_groups, init=init.path, base_model=init.name,
                         out_dir=scratch, model_dir=out, loss="listwise", epochs=chosen.epochs,
                         lr=chosen.lr, batch_groups=chosen.batch_groups, max_length=MAX_LENGTH,
-                        seed=scale.seed, progress=progress)
+                        seed=scale.seed, max_pairs=max_pairs, progress=progress)
         return {**stats, "train groups": len(train_groups), "validation groups": len(val_groups),
                 "final validation": [h for h in history if h["split"] == "val"][-1]}
 

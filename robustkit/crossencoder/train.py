@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from robustkit.artifacts import JsonlLog
-from robustkit.config import check_knob, show_progress
+from robustkit.config import check_knob, max_pairs_per_pass, show_progress
 from robustkit.crossencoder.loss import make_loss
 from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
 from robustkit.data.records import write_jsonl
@@ -33,7 +33,7 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
           model_dir: str | Path | None = None, loss: str = "hybrid", tau: float = 1.0, epochs: int = 3, lr: float = 5e-5,
           batch_groups: int = 32, grad_accum: int = 1, weight_decay: float = 0.01,
           warmup: float = 0.06, max_length: int = 256, seed: int = 0, base_model: str | None = None,
-          progress: bool = True) -> list[dict]:
+          max_pairs: int | None = None, progress: bool = True) -> list[dict]:
     """Train a cross-encoder (a CoRM critic, the relevance model) with Accelerate; resumes from the last finished epoch in ``out_dir``.
 
     Args:
@@ -44,6 +44,8 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
         tau: listwise temperature τ.
         epochs, lr, batch_groups, grad_accum, weight_decay, warmup: AdamW with a cosine schedule
             and linear warm-up over ``warmup`` of the steps (paper: 3, 5e-5, 32, 0.01, 6%).
+        max_pairs: run a batch above this many pairs as micro-batches of whole groups
+            (``backward_in_parts``); callers pass ``config.max_pairs_per_pass()``.
 
     Returns the history: one row per logged step (train loss) and per epoch (val metrics). The
     final model is saved to ``model_dir`` (default ``out_dir/model``) with the history beside it
@@ -54,6 +56,10 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
 
     _check_hparams(epochs=epochs, lr=lr, batch_groups=batch_groups, grad_accum=grad_accum,
                    weight_decay=weight_decay, warmup=warmup, max_length=max_length)
+    if max_pairs is not None:
+        check_knob("max_pairs", max_pairs, integer=True, low=1)
+        print(f"[robustkit] cross-encoder training: batches above {max_pairs} pairs run as "
+              "micro-batches of whole groups (ROBUSTKIT_MAX_PAIRS)")
     criterion = make_loss(loss, tau)
     out_dir = Path(out_dir)
     model_dir = Path(model_dir or out_dir / "model")
@@ -85,8 +91,7 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
         for step, batch in enumerate(tqdm(loader, desc=f"epoch {epoch + 1}/{epochs}",
                                           disable=not (progress and show_progress() and accelerator.is_main_process))):
             with accelerator.accumulate(model):
-                value = criterion(group_logits(model, batch), batch["targets"], batch["mask"])
-                accelerator.backward(value)
+                value = backward_in_parts(model, criterion, batch, max_pairs, accelerator.backward)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()
@@ -105,6 +110,58 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
         accelerator.unwrap_model(model).save(model_dir)
         write_jsonl(model_dir / "history.jsonl", rows)
     return rows
+
+
+def pass_budget() -> tuple[int | None, dict]:
+    """``config.max_pairs_per_pass()`` and what a trained model's manifest records of it: nothing
+    when it is unset, so the default's manifests (and the artifacts they keep) do not change."""
+    max_pairs = max_pairs_per_pass()
+    return max_pairs, ({"max_pairs_per_pass": max_pairs} if max_pairs else {})
+
+
+def backward_in_parts(model, criterion, batch: dict, max_pairs: int | None, backward) -> torch.Tensor:
+    """Backpropagate one batch's loss and return it; a batch above ``max_pairs`` pairs goes
+    forward and backward in micro-batches of whole groups, each loss over the whole batch's
+    denominators, so the gradients add up to the batch's (up to dropout masks and summation
+    order) while only one micro-batch's activations are alive at a time."""
+    parts = micro_batches(batch, max_pairs) if max_pairs else [batch]
+    if len(parts) == 1:
+        value = criterion(group_logits(model, batch), batch["targets"], batch["mask"])
+        backward(value)
+        return value
+    denominators = criterion.denominators(batch["targets"], batch["mask"])
+    total = 0.0
+    for part in parts:
+        value = criterion(group_logits(model, part), part["targets"], part["mask"], denominators)
+        backward(value)
+        total = total + value.detach()
+    return total
+
+
+def micro_batches(batch: dict, max_pairs: int) -> list[dict]:
+    """Split a collated batch (``GroupDataset.collate``) into runs of consecutive whole groups of
+    at most ``max_pairs`` pairs, each trimmed to its own longest pair."""
+    sizes = batch["mask"].sum(dim=1).tolist()
+    if max(sizes) > max_pairs:
+        raise ValueError(f"a group of {max(sizes)} pairs does not fit in ROBUSTKIT_MAX_PAIRS="
+                         f"{max_pairs}: raise it to at least the largest group")
+    spans, start, pairs = [], 0, 0
+    for g, size in enumerate(sizes):
+        if pairs + size > max_pairs:
+            spans.append((start, g))
+            start, pairs = g, 0
+        pairs += size
+    spans.append((start, len(sizes)))
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    parts = []
+    for first, last in spans:
+        rows = slice(offsets[first], offsets[last])
+        width = int(batch["attention_mask"][rows].sum(dim=1).max())
+        part = {k: v[rows, :width] for k, v in batch.items() if k not in ("targets", "mask", "slots")}
+        part["targets"], part["mask"] = batch["targets"][first:last], batch["mask"][first:last]
+        part["slots"] = part["mask"].flatten().nonzero().squeeze(1)
+        parts.append(part)
+    return parts
 
 
 def evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: int = 32) -> dict:
