@@ -252,14 +252,32 @@ def model_dtype(device: str) -> tuple[str, str]:
 
 @lru_cache(maxsize=1)
 def cpu_info() -> dict:
-    """The CPU's model name, widest vector ISA and whether it has native bf16 (Linux; else '?')."""
+    """The CPU's model name, widest vector ISA and whether it has native bf16 (Linux; else '?').
+
+    An ``$ATEN_CPU_CAPABILITY`` below AVX-512 caps the answer: torch then runs AVX2 (or plain)
+    kernels, which is how an AVX-512 machine stands in for an AVX2-only one (README, CPU dtype).
+    """
     text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    return parse_cpuinfo(text, os.environ.get("ATEN_CPU_CAPABILITY", ""))
+
+
+# ATEN_CPU_CAPABILITY values that keep torch's kernels below AVX-512, and the ISA they leave
+_KERNEL_CAPS = {"avx2": "AVX2", "default": "no AVX2"}
+
+
+def parse_cpuinfo(text: str, kernel_cap: str = "") -> dict:
+    """``cpu_info`` for the text of /proc/cpuinfo and a value of ``$ATEN_CPU_CAPABILITY``."""
     model = next((line.split(":", 1)[1].strip() for line in text.splitlines()
                   if line.startswith("model name")), "unknown CPU")
     flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines()
                       if line.startswith("flags")), []))
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2" if flags else "?"
-    return {"model": model, "isa": isa, "bf16": bool(flags & {"avx512_bf16", "amx_bf16"})}
+    bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
+    cap = kernel_cap.strip().lower()
+    if cap in _KERNEL_CAPS and isa in ("AVX-512", "AVX2") and _KERNEL_CAPS[cap] != isa:
+        return {"model": f"{model} with kernels capped by ATEN_CPU_CAPABILITY={cap}",
+                "isa": _KERNEL_CAPS[cap], "bf16": False}
+    return {"model": model, "isa": isa, "bf16": bf16}
 
 
 def show_progress() -> bool:

@@ -83,6 +83,21 @@ def test_cpu_dtype_is_fp32_on_every_cpu_and_can_be_overridden(monkeypatch):
         config.model_dtype("cpu")
 
 
+def test_cpu_kind_is_read_from_flags_and_capped_by_torchs_kernel_level():
+    sapphire = "model name\t: Xeon\nflags\t\t: sse avx2 avx512f avx512_bf16 amx_bf16\n"
+    zen2 = "model name\t: EPYC\nflags\t\t: sse avx2\n"
+    assert config.parse_cpuinfo(sapphire) == {"model": "Xeon", "isa": "AVX-512", "bf16": True}
+    assert config.parse_cpuinfo(zen2) == {"model": "EPYC", "isa": "AVX2", "bf16": False}
+    # an AVX-512 machine running torch's AVX2 kernels stands in for an AVX2-only CPU
+    capped = config.parse_cpuinfo(sapphire, "AVX2")
+    assert capped["isa"] == "AVX2" and not capped["bf16"]
+    assert capped["model"] == "Xeon with kernels capped by ATEN_CPU_CAPABILITY=avx2"
+    assert config.parse_cpuinfo(zen2, "avx2") == config.parse_cpuinfo(zen2)
+    assert config.parse_cpuinfo(zen2, "default")["isa"] == "no AVX2"
+    assert config.parse_cpuinfo(sapphire, "avx512")["isa"] == "AVX-512"
+    assert config.parse_cpuinfo("")["isa"] == "?"
+
+
 def test_progress_switch(monkeypatch):
     monkeypatch.delenv("ROBUSTKIT_PROGRESS", raising=False)
     monkeypatch.setenv("CI", "true")
