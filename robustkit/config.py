@@ -261,8 +261,9 @@ def cpu_info() -> dict:
     return parse_cpuinfo(text, os.environ.get("ATEN_CPU_CAPABILITY", ""))
 
 
-# ATEN_CPU_CAPABILITY values that keep torch's kernels below AVX-512, and the ISA they leave
-_KERNEL_CAPS = {"avx2": "AVX2", "default": "no AVX2"}
+# vector ISAs from narrowest to widest, and the one each ATEN_CPU_CAPABILITY value holds torch to
+_ISAS = ("no AVX2", "AVX2", "AVX-512")
+_KERNEL_CAPS = {"default": "no AVX2", "avx2": "AVX2", "avx512": "AVX-512"}
 
 
 def parse_cpuinfo(text: str, kernel_cap: str = "") -> dict:
@@ -272,12 +273,12 @@ def parse_cpuinfo(text: str, kernel_cap: str = "") -> dict:
     flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines()
                       if line.startswith("flags")), []))
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2" if flags else "?"
-    bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
     cap = kernel_cap.strip().lower()
-    if cap in _KERNEL_CAPS and isa in ("AVX-512", "AVX2") and _KERNEL_CAPS[cap] != isa:
+    capped = _KERNEL_CAPS.get(cap, isa)
+    if isa in _ISAS and _ISAS.index(capped) < _ISAS.index(isa):  # a cap only ever narrows
         return {"model": f"{model} with kernels capped by ATEN_CPU_CAPABILITY={cap}",
-                "isa": _KERNEL_CAPS[cap], "bf16": False}
-    return {"model": model, "isa": isa, "bf16": bf16}
+                "isa": capped, "bf16": False}
+    return {"model": model, "isa": isa, "bf16": bool(flags & {"avx512_bf16", "amx_bf16"})}
 
 
 def show_progress() -> bool:
