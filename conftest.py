@@ -16,6 +16,13 @@ def pytest_runtest_protocol(item, nextitem):
     _SECONDS["unit tests" if path.startswith("tests/") else path] += time.perf_counter() - start
 
 
+def pytest_collection_modifyitems(items):
+    """Notebook cells (nbval) belong to the slow tier: they load models."""
+    for item in items:
+        if item.nodeid.split("::")[0].endswith(".ipynb"):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("wall time per part")
     for part, seconds in _SECONDS.items():

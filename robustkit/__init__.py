@@ -17,24 +17,23 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "config", "corm", "counterrefine",
-               "crossencoder", "data", "fva", "gap",
-               "judges", "llm", "methods", "metrics", "nli", "plots", "qa_sets", "reader", "resources",
-               "retrieval", "truthfulqa", "widgets")
-_FROM_CONFIG = ("get_scale", "with_overrides", "describe_environment", "Scale")
+               "crossencoder", "data", "device", "doctor", "fva", "gap", "judges", "llm", "methods",
+               "metrics", "models", "nli", "plots", "qa_sets", "reader", "resources", "retrieval",
+               "session", "timings", "truthfulqa", "widgets")
+_FROM_CONFIG = ("get_scale", "with_overrides", "Scale")
 
 
-def start(seed: int = 0, scale: str | None = None):
-    """First call of every notebook: the scale (``$ROBUSTKIT_SCALE`` by default) carrying ``seed``
-    — the one seed every stage uses — with python, numpy and torch seeded, the plot style set and
-    figures shown inline in a notebook. Prints what it chose."""
-    from robustkit import config, plots
+def start(seed: int = 0, scale=None, *, models: dict | None = None, notebook: str | None = None):
+    """First call of every notebook (``session.start``): the scale carrying ``seed`` and the user's
+    ``models``, every model checked, seeds and plot style set, the device, dtype and this
+    notebook's expected time printed."""
+    from robustkit import device, session
 
-    chosen = config.with_overrides(config.get_scale(scale), seed=seed)
-    config.set_seed(seed)
-    plots.set_style(inline=True)
-    device = config.pick_device()
-    dtype, _ = config.model_dtype(device)
-    print(f"robustkit: scale={chosen.name} device={device} dtype={dtype} seed={seed}")
+    chosen = session.start(seed, scale, models=models)
+    if notebook:
+        from robustkit.timings import expected_time
+
+        print(f"  notebook {notebook}: {expected_time(notebook, chosen.name, device.gpu())}")
     return chosen
 
 
@@ -61,8 +60,10 @@ def __getattr__(name):
         return importlib.import_module(f"robustkit.{name}")
     if name in _FROM_CONFIG:
         return getattr(importlib.import_module("robustkit.config"), name)
+    if name == "describe_environment":
+        return importlib.import_module("robustkit.session").describe_environment
     raise AttributeError(f"module 'robustkit' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG})
+    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG, "describe_environment"})

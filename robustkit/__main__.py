@@ -1,13 +1,15 @@
-"""Command line: ``python -m robustkit {run,bench,gap}``."""
+"""Command line: ``python -m robustkit {run,bench,gap,doctor}``."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from robustkit.config import SCALES, OfflineModelError
+from robustkit.config import SCALES
+from robustkit.device import ModelDoesNotFit
+from robustkit.models import OfflineModelError
 
 # errors whose message already says what is wrong and where (a bug still shows its traceback)
-KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError)
+KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError, ModelDoesNotFit)
 
 METHODS = ("corm", "fva", "counterrefine", "alignrag")
 
@@ -29,19 +31,27 @@ def main(argv=None) -> int:
     gap = sub.add_parser("gap", help="the relevance-robustness gap on data/mini")
     gap.add_argument("--retriever", default="dense", choices=["bm25", "dense", "hybrid"])
     gap.add_argument("--split", default="test", choices=["train", "test", "all"])
+    doctor = sub.add_parser("doctor", help="a short end-to-end self-check of every method on this machine "
+                            "(data, retrieval, generator, corm, fva, counterrefine, alignrag): a pass/fail "
+                            "table with times, dtype and memory; exit status 1 when a check failed")
+    doctor.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny "
+                        "(colab on a GPU)")
+    doctor.add_argument("--only", help="comma-separated checks to run, e.g. corm,fva (default: all)")
     args = parser.parse_args(argv)
     try:
-        _dispatch(args)
+        return _dispatch(args)
     except KIT_ERRORS as err:  # the kit's messages name the culprit: no traceback to read through
         parser.exit(2, f"{parser.prog}: error: {err}\n")
-    return 0
 
 
-def _dispatch(args) -> None:
+def _dispatch(args) -> int:
+    """Run the command; returns its exit status."""
     if args.command == "run":
         from robustkit import config
+        from robustkit.models import check_models
 
         scale = config.with_overrides(config.get_scale(args.scale), seed=args.seed)
+        check_models(scale)  # every role's model, before any work
         if args.method == "alignrag":
             from robustkit.alignrag.report import main as alignrag_main
 
@@ -64,6 +74,11 @@ def _dispatch(args) -> None:
         bench()
     elif args.command == "gap":
         _gap(args.retriever, args.split)
+    elif args.command == "doctor":
+        from robustkit.doctor import main as doctor
+
+        return 1 if doctor(args.scale, args.only) else 0
+    return 0
 
 
 def _seed(text: str) -> int:

@@ -6,29 +6,25 @@ is committed as one transaction, so no entry is ever half-written). The model is
 so replaying a fully cached run never touches the weights, and once per process: generators for
 several roles (reader, teacher, adversary) that name the same model share one copy.
 
-The dtype comes from ``config.model_dtype``: bf16 on a GPU, fp32 on every CPU (see there why),
-``$ROBUSTKIT_DTYPE`` to override; the choice is printed when the weights are first loaded.
-
-SmolLM2-135M ships as a GGUF file; transformers de-quantises it once (~15 s) and the kit keeps a
-safetensors copy in the cache directory, so later loads take about a second.
+The weights are loaded by ``robustkit.weights`` (GGUF conversion, the dtype, the GPU's memory plan).
 """
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
-import shutil
 import sqlite3
 import time
-from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 from tqdm.auto import tqdm
 
 from robustkit import prefix
-from robustkit.config import (ModelSpec, Scale, cache_dir, get_scale, model_dtype, pick_device,
-                              quiet_model_loading, resolve_model, show_progress)
+from robustkit.config import Scale, announce_long_work, cache_dir, get_scale, show_progress
+from robustkit.device import model_dtype, pick_device
+from robustkit.models import ModelSpec, resolve_model
+from robustkit.weights import fp16_dtype, load_causal_lm, load_tokenizer, weights_dir
 
 Prompt = str | list[dict]
 DEFAULT_SYSTEM = "You are a concise assistant. Answer with a short phrase."
@@ -83,13 +79,15 @@ class Generator:
         self.spec = spec or resolve_model(role, self.scale)
         self.device = pick_device(device)
         self.dtype, self.dtype_reason = (dtype, "chosen by the caller") if dtype else model_dtype(self.device)
+        if self.dtype == "float16" and self.device.startswith("cuda") and not dtype:
+            self.dtype, self.dtype_reason = fp16_dtype(self.spec, self.device, self.dtype_reason)
         self.batch_size = batch_size or self.scale.gen_batch_size
         self.system_prompt = system_prompt
         self.share_prefixes = share_prefixes  # off only to measure what sharing saves (bench)
         self.reserve_cache = reserve_cache  # likewise: off is transformers' cache that copies itself each step
         self.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
         self.hits = self.misses = 0
-        self._model = self._tokenizer = None
+        self._tokenizer = None
 
     @property
     def model_id(self) -> str:
@@ -110,14 +108,14 @@ class Generator:
     @property
     def tokenizer(self):
         if self._tokenizer is None:
-            self._tokenizer = _load_tokenizer(weights_dir(self.spec, self.dtype))
+            self._tokenizer = load_tokenizer(weights_dir(self.spec, self.dtype))
         return self._tokenizer
 
     @property
     def model(self):
-        if self._model is None:
-            self._model = load_causal_lm(self.spec, self.dtype, self.device, self.dtype_reason)
-        return self._model
+        """The weights, loaded on first use; not held here, so that the GPU's memory plan can
+        release them (they are loaded again when next needed)."""
+        return load_causal_lm(self.spec, self.dtype, self.device, self.dtype_reason)
 
     def render(self, prompt: Prompt) -> str:
         """The exact text the model sees: the chat template applied to the prompt.
@@ -267,9 +265,10 @@ class Generator:
         batch_size = batch_size or self.batch_size
         token_ids = self.tokenizer([t for _, t in todo], add_special_tokens=False)["input_ids"] if todo else []
         show = (progress if progress is not None else len(todo) > batch_size) and show_progress()
+        started = time.perf_counter()
         with tqdm(total=len(todo), desc=desc, disable=not show) as bar:
             min_shared = prefix.MIN_SHARED if self.share_prefixes else float("inf")
-            for groups in prefix.plan(token_ids, batch_size, min_shared):
+            for n, groups in enumerate(prefix.plan(token_ids, batch_size, min_shared)):
                 members = [i for group, _ in groups for i in group]
                 outputs = compute(token_ids, groups)
                 done.update((todo[i][0], out) for i, out in zip(members, outputs))
@@ -277,6 +276,9 @@ class Generator:
                     self.cache.put_many([(todo[i][0], self.model_id, todo[i][1], params, store(out))
                                          for i, out in zip(members, outputs)])
                 bar.update(len(members))
+                if n == 0:
+                    announce_long_work(f"{desc} ({self.model_id})", len(members), len(todo),
+                                       time.perf_counter() - started, "prompts")
         return [done[k] for k in keys]
 
     def _option_probs(self, token_ids, groups, option_ids: list[int]) -> list[list[float]]:
@@ -304,78 +306,6 @@ class Generator:
                                       stop_strings=list(stop) or None, tokenizer=self.tokenizer)
         completions = self.tokenizer.batch_decode(out[:, input_ids.shape[1]:], skip_special_tokens=True)
         return [_cut_at_stop(c, stop).strip() for c in completions]
-
-
-def load_causal_lm(spec: ModelSpec, dtype: str, device: str = "cpu", reason: str = "", *,
-                   shared: bool = True):
-    """A causal LM for inference, loaded once per (weights, dtype, device) in this process — every
-    generator naming the same model shares it (``shared=False``: a private copy, e.g. to time the
-    load itself). A GGUF file is converted once to a cached copy."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    weights = weights_dir(spec, dtype)
-    key = (weights, dtype, device)
-    if shared and key in _LOADED:
-        return _LOADED[key]
-    quiet_model_loading()
-    if shared:
-        print(f"[robustkit] loading {spec.name} in {dtype} on {device}" + (f" ({reason})" if reason else ""))
-    model = AutoModelForCausalLM.from_pretrained(weights, dtype=getattr(torch, dtype)).to(device).eval()
-    if shared:
-        _LOADED[key] = model
-    return model
-
-
-_LOADED: dict[tuple[str, str, str], object] = {}  # the models this process has loaded
-
-
-@lru_cache(maxsize=4)
-def _load_tokenizer(weights: str):
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(weights)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
-
-
-def weights_dir(spec: ModelSpec, dtype: str) -> str:
-    """Where ``from_pretrained`` reads the weights: the spec's path, or the GGUF's converted copy."""
-    if not spec.gguf_file:
-        return spec.path
-    target = cache_dir() / "models" / f"{spec.name.replace('/', '--')}-{dtype}"
-    if not (target / "config.json").exists():
-        _convert_gguf(spec, dtype, target)
-    return str(target)
-
-
-def _convert_gguf(spec: ModelSpec, dtype: str, target: Path) -> None:
-    from functools import partial
-    from unittest import mock
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers import modeling_gguf_pytorch_utils as gguf_loader
-
-    quiet_model_loading()
-    print(f"[robustkit] converting {spec.gguf_file} to a cached {dtype} copy (once, ~15 s)")
-    tokenizer = AutoTokenizer.from_pretrained(spec.path, gguf_file=spec.gguf_file)
-    # the GGUF reader draws its own tqdm bar, outside the hub's switch: make it obey the kit's
-    with mock.patch.object(gguf_loader, "tqdm", partial(tqdm, disable=not show_progress())):
-        quantised = AutoModelForCausalLM.from_pretrained(spec.path, gguf_file=spec.gguf_file,
-                                                         dtype=torch.float32)
-    config = quantised.config
-    del config.quantization_config  # a plain model: transformers refuses to save a GGUF-tagged one
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(quantised.state_dict())
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    plain.to(getattr(torch, dtype)).save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)  # atomic: a half-written copy is never mistaken for a finished one
 
 
 def _check_prompts(prompts) -> None:

@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from robustkit.artifacts import read_manifest, stage
-from robustkit.config import (MODEL_REGISTRY, OfflineModelError, Scale, check_knob, get_scale,
-                              quiet_model_loading, resolve_model, runs_dir, show_progress)
+from robustkit.config import (Scale, check_knob, get_scale, quiet_model_loading, runs_dir,
+                              show_progress)
 from robustkit.data.nli import LABELS, NLIPair, NLISet, load_nli
 from robustkit.data.records import write_jsonl
+from robustkit.device import pick_device, place
+from robustkit.models import MODEL_REGISTRY, OfflineModelError, resolve_model
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,7 +86,6 @@ class NLIClassifier:
 
     def __init__(self, path: str | Path, *, name: str | None = None, batch_size: int = 32,
                  device: str | None = None, stats: dict | None = None):
-        import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         check_knob("batch_size", batch_size, integer=True, low=1)
@@ -92,32 +93,33 @@ class NLIClassifier:
         self.name = name or str(path)
         self.stats = stats
         self.batch_size = batch_size
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = pick_device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForSequenceClassification.from_pretrained(path).to(self.device).eval()
+        self.model = AutoModelForSequenceClassification.from_pretrained(path).eval()
         self.columns = label_columns(self.model.config.id2label)
 
     def probabilities(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """P(label | premise, hypothesis): one row per pair, columns ``LABELS`` (entailment,
-        neutral, contradiction), each row summing to 1. Empty lists give shape (0, 3)."""
+        neutral, contradiction), each row summing to 1. Empty lists give shape (0, 3). Batched
+        as the kit's cross-encoders are (``crossencoder.model.pair_logits``): by length, on a GPU
+        in its mixed precision with one copy back per call."""
         import torch
+
+        from robustkit.crossencoder.model import pair_logits
 
         _check_texts(premises, "premises")
         _check_texts(hypotheses, "hypotheses")
         if len(premises) != len(hypotheses):
             raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses: "
                              "they must align one to one")
-        order = np.argsort([len(p) + len(h) for p, h in zip(premises, hypotheses)], kind="stable")
-        out = np.empty((len(order), len(LABELS)), dtype=np.float32)
+        if not premises:
+            return np.empty((0, len(LABELS)), dtype=np.float32)
+        place(self.model, self.device, f"NLI {self.name}")
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start:start + self.batch_size]
-                enc = self.tokenizer([premises[i] for i in idx], [hypotheses[i] for i in idx],
-                                     padding=True, truncation=True, max_length=INFER_MAX_LENGTH,
-                                     return_tensors="pt").to(self.device)
-                logits = self.model(**enc).logits.float()
-                out[idx] = torch.softmax(logits, dim=-1)[:, self.columns].cpu().numpy()
-        return out
+            logits = pair_logits(lambda **batch: self.model(**batch).logits, self.tokenizer,
+                                 premises, hypotheses, max_length=INFER_MAX_LENGTH, device=self.device,
+                                 truncation=True, batch_pairs=None if self.device.startswith("cuda") else self.batch_size)
+        return torch.softmax(logits, dim=-1)[:, self.columns].numpy()
 
     def __repr__(self) -> str:
         return f"NLIClassifier({self.name!r}, device={self.device!r})"
@@ -245,7 +247,7 @@ def train(pairs: Sequence[NLIPair], *, init: str, out: str | Path, recipe: Recip
         init, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
         label2id={label: i for i, label in enumerate(LABELS)},
         hidden_dropout_prob=recipe.dropout, attention_probs_dropout_prob=recipe.dropout)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = pick_device()
     model.to(device).train()
     model.get_input_embeddings().weight.requires_grad_(False)
     head = [p for n, p in model.named_parameters() if p.requires_grad and _is_head(model, n)]

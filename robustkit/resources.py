@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 
-from robustkit.config import Scale, get_scale, resolve_model
+from robustkit.config import Scale, get_scale
 from robustkit.data import Corpus, Question, corpus, load, mini_questions
 from robustkit.llm import DEFAULT_SYSTEM, Generator
+from robustkit.models import resolve_model
 from robustkit.retrieval import BM25Retriever, DenseRetriever, load_embedder
 
 

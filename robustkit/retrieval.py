@@ -11,9 +11,10 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from robustkit.config import (ModelSpec, Scale, cache_dir, check_knob, get_scale, pick_device,
-                              quiet_model_loading, resolve_model)
+from robustkit.config import Scale, cache_dir, check_knob, get_scale, quiet_model_loading
 from robustkit.data.records import Corpus, Passage
+from robustkit.device import pick_device
+from robustkit.models import ModelSpec, resolve_model
 
 
 @dataclass(frozen=True)

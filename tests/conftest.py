@@ -1,10 +1,35 @@
-"""Shared fixtures. Tests run offline at tiny scale with a private cache per session."""
+"""Shared fixtures. Tests run offline at tiny scale with a private cache per session.
+
+Two tiers: ``pytest -m "not slow"`` loads no model (a test that tries fails, naming the marker
+it needs) and takes about a minute; ``pytest`` runs everything, as CI does."""
 import os
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ROBUSTKIT_SCALE", "tiny")
+
+MODEL_FIXTURES = {"generator", "embedder", "mini", "kit_model", "encoder"}  # fixtures that load a model
+
+
+def pytest_configure(config):
+    """The fast tier (``-m "not slow"``) refuses to load model weights anywhere in the session,
+    fixtures included: a test that needs a model fails, naming the marker it lacks."""
+    if config.option.markexpr.replace(" ", "") != "notslow":
+        return
+    from transformers import modeling_utils
+
+    def refuse(cls, *args, **kwargs):
+        raise RuntimeError(f"the fast tier loads no model, and this test loads {cls.__name__}: mark it "
+                           "@pytest.mark.slow")
+
+    modeling_utils.PreTrainedModel.from_pretrained = classmethod(refuse)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:  # a test that takes a model fixture is slow, whatever it does with it
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

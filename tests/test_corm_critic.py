@@ -74,6 +74,7 @@ def test_split_holds_out_whole_questions():
     assert len(val) == 8
 
 
+@pytest.mark.slow
 def test_tiny_end_to_end_critic_separates_gold_from_premise(monkeypatch):
     """perturb → label → groups → warm start → train at the tiny scale: the notebooks' own
     stages, so notebooks 01–03 replay its model calls and reuse its warm start and critic; on the
@@ -119,8 +120,9 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(monkeypatch):
     assert (model_dir / "head.pt").stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow
 def test_checkpoint_with_mismatched_tokenizer_is_refused(tmp_path):
-    from robustkit.config import resolve_model
+    from robustkit.models import resolve_model
 
     init = resolve_model("critic_init", "tiny")
     critic = CrossEncoder(init.path)
@@ -143,13 +145,14 @@ def test_training_entry_point_imports_only_torch_transformers_accelerate():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow
 def test_stored_scores_are_replayed_by_a_later_scorer_of_the_same_checkpoint_only(tmp_path, monkeypatch):
     """``store_as`` keeps scores on disk: a new scorer (a later notebook) of the same checkpoint
     replays them exactly and runs the critic only on new pairs; another checkpoint does not."""
     import numpy as np
     import torch
 
-    from robustkit.config import resolve_model
+    from robustkit.models import resolve_model
 
     monkeypatch.setenv("ROBUSTKIT_CACHE", str(tmp_path))
     torch.manual_seed(0)

@@ -3,10 +3,11 @@ gradients as the whole batch, on the real MiniLM encoder with dropout off."""
 import pytest
 import torch
 
-from robustkit.config import max_pairs_per_pass, resolve_model
 from robustkit.crossencoder.loss import make_loss
 from robustkit.crossencoder.model import CrossEncoder, GroupDataset
 from robustkit.crossencoder.train import backward_in_parts, micro_batches, pass_budget
+from robustkit.device import max_pairs_per_pass
+from robustkit.models import resolve_model
 
 QUERIES = ["who wrote the origin of species", "what is the capital of australia", "when did the nile flood"]
 PASSAGES = ["Charles Darwin published On the Origin of Species in 1859.",

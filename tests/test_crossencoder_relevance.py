@@ -58,13 +58,14 @@ def test_every_scale_has_a_recipe_that_learns_only_from_a_training_split():
     assert Recipe("nq_open_oracle", 300, 10, 6, 1, 3e-4, 16).slug == recipe("small").slug
 
 
+@pytest.mark.slow
 def test_training_from_a_saved_cross_encoder_starts_from_its_head(tmp_path):
     """A model trained from a saved cross-encoder (a critic from the warm start) keeps its head."""
     import torch
 
-    from robustkit.config import resolve_model
     from robustkit.crossencoder.model import CrossEncoder
     from robustkit.crossencoder.train import train
+    from robustkit.models import resolve_model
 
     init = resolve_model("critic_init", "tiny")
     start = CrossEncoder(init.path, base_model=init.name)
@@ -79,6 +80,7 @@ def test_training_from_a_saved_cross_encoder_starts_from_its_head(tmp_path):
     assert abs(trained.head.bias.item() - 3.0) < 1e-3
 
 
+@pytest.mark.slow
 def test_the_relevance_model_ranks_answer_bearing_passages_of_unseen_questions_first():
     """Trained on data/mini's training split only (the tiny recipe: the model notebooks 03 and 05
     use), among a test question's dense top 10 it puts a gold-bearing passage first far more

@@ -247,6 +247,7 @@ def test_tau_sweep_uses_each_drafts_revision_where_tau_falsifies_it():
         tau_sweep(results, revisions.iloc[:3])
 
 
+@pytest.mark.slow
 def test_accuracy_at_the_runs_tau_is_the_runs_accuracy():
     """The τ curve is exact: at the run's τ it reproduces FVA-RAG's accuracy in Table 2, and every
     revision the run wrote is the one the curve uses (tiny: the run notebook 05 then reuses)."""

@@ -1,6 +1,7 @@
 """The generator runs the real SmolLM2-135M; each test uses a private call cache."""
 import pytest
 
+from robustkit import llm
 from robustkit.llm import CallCache, Generator
 
 PASSAGE_PROMPT = ("Passage: Canberra is the capital city of Australia.\n"
@@ -23,11 +24,11 @@ def test_batched_equals_unbatched_and_follows_passage(fresh, generator):
     assert fresh.hits == 3 and fresh.misses == 3
 
 
-def test_cache_survives_restart(tmp_path, fresh):
+def test_cache_survives_restart(tmp_path, fresh, monkeypatch):
     out = fresh.generate([PASSAGE_PROMPT], max_new_tokens=8)
     reopened = Generator("generator", "tiny", cache=CallCache(tmp_path / "calls.sqlite"))
+    monkeypatch.setattr(llm, "load_causal_lm", lambda *a, **k: pytest.fail("a full replay loaded the weights"))
     assert reopened.generate([PASSAGE_PROMPT], max_new_tokens=8) == out
-    assert reopened._model is None  # a full replay never loads the weights
 
 
 def test_stop_strings_cut_output(fresh):

@@ -230,13 +230,14 @@ def test_kit_model_is_reused_and_says_which_it_is(kit_model, monkeypatch, capsys
     assert stats["snli_dev"]["accuracy"] > 0.55 and stats["mnli_dev"]["accuracy"] > 0.36, stats
 
 
+@pytest.mark.slow
 def test_training_resumes_from_its_epoch_checkpoint(tmp_path, monkeypatch):
     """A run killed after its first epoch resumes there and ends with the weights of a run that
     was never interrupted."""
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from robustkit.config import resolve_model
+    from robustkit.models import resolve_model
 
     init = resolve_model("critic_init", "tiny", verbose=False).path
     pairs = [NLIPair(f"A man number {i} is sleeping.", "A man is awake.", NLI_LABELS[i % 3])

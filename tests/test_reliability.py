@@ -14,9 +14,9 @@ from robustkit.artifacts import read_manifest, stage
 from robustkit.baselines import RerankedRAG
 from robustkit.config import get_scale, with_overrides
 from robustkit.corm.config import settings
+from robustkit.corm.rag import RiskAwareRAG
 from robustkit.crossencoder.groups import split_groups
 from robustkit.crossencoder.loss import make_loss
-from robustkit.corm.rag import RiskAwareRAG
 from robustkit.data import Corpus, DataError, Misconception, Passage, Question, Rewrite
 from robustkit.retrieval import build_retriever
 
@@ -216,6 +216,7 @@ stage(out, {"questions": [q.id for q in questions]}, build, read_jsonl)
 """
 
 
+@pytest.mark.slow
 def test_labelling_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path):
     def run(name, kill_at=0):
         return subprocess.run([sys.executable, "-c", LABELLING_SCRIPT, str(tmp_path / name / "labels.jsonl"),
@@ -299,12 +300,13 @@ def test_method_run_interrupted_resumes_to_the_same_answers(tmp_path, generator,
     assert resumed[columns].to_json() == whole[columns].to_json()
 
 
+@pytest.mark.slow
 def test_critic_training_interrupted_resumes_to_the_same_weights(tmp_path, monkeypatch):
     import torch
 
-    from robustkit.config import resolve_model
     from robustkit.crossencoder import train as training
     from robustkit.crossencoder.model import CrossEncoder
+    from robustkit.models import resolve_model
 
     init = resolve_model("critic_init", "tiny", verbose=False)
     groups = [{"question_id": f"q{i}", "query": f"who wrote book {i}?",

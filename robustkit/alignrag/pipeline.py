@@ -21,11 +21,11 @@ from robustkit.alignrag.critique import answer_in
 from robustkit.alignrag.method import PROMPT_VERSION, SELF, AlignRAG, ChainOfThought, align
 from robustkit.alignrag.train import VARIANTS, critic_generator, eval_sets, run_dir, training_corpus
 from robustkit.artifacts import read_manifest, stage
-from robustkit.config import resolve_model
 from robustkit.data.records import read_jsonl, write_jsonl
 from robustkit.judges import NormalisedMatch
 from robustkit.methods import Query
 from robustkit.metrics import token_f1
+from robustkit.models import resolve_model
 
 COT, VANILLA = "cot (no retrieval)", "vanilla rag"
 # refiner -> its critic: SELF (Self-Refine), "frozen" (the untrained critic LM) or a trained variant

@@ -27,15 +27,18 @@ from robustkit import resources
 from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.critique import (BETTER_HEAD, Rationale, answer_in, augment, check_target,
                                          contrastive_critique, granularity, split_critique)
-from robustkit.alignrag.method import (PROMPT_VERSION, REASON, SELF_FEEDBACK, STRONG, critic_prompt, critique,
-                                       documents_block, reason)
+from robustkit.alignrag.method import (PROMPT_VERSION, REASON, SELF_FEEDBACK, STRONG, critic_prompt,
+                                       critique, documents_block, reason)
 from robustkit.artifacts import read_manifest, stage
-from robustkit.config import ModelSpec, runs_dir, set_seed, show_progress
+from robustkit.config import runs_dir, set_seed, show_progress
 from robustkit.data.records import Passage, read_jsonl, write_jsonl
-from robustkit.llm import DEFAULT_SYSTEM, Generator, weights_dir
+from robustkit.device import mixed_precision, pick_device
+from robustkit.llm import DEFAULT_SYSTEM, Generator
+from robustkit.models import ModelSpec
 from robustkit.qa_sets import QASet, short_answer_sets
 from robustkit.reader import clip_words
 from robustkit.retrieval import search_for
+from robustkit.weights import weights_dir
 
 # critic variant -> (TRL recipe, the training target's column): CPO prefers the contrastive
 # critique (chosen) over the weak model's self-critique (rejected)
@@ -198,14 +201,16 @@ def _fit(cfg: AlignRAGConfig, recipe: str, target: str, examples: list[dict], we
         data = datasets.Dataset.from_list([{"prompt": p, "chosen": _reply(r["ccs_critique"]),
                                             "rejected": _reply(r["self_critique"])} for p, r in zip(prompts, examples)])
     tokenizer = AutoTokenizer.from_pretrained(weights)
-    model = AutoModelForCausalLM.from_pretrained(weights, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(weights, dtype=torch.float32)  # fp32 master weights
+    where = pick_device()
+    precision = mixed_precision(where) if where.startswith("cuda") else "cpu"
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
                       **_lora_targets(model, cfg.lora_layers))
     common = dict(output_dir=str(scratch / "trainer"), num_train_epochs=cfg.epochs,
                   per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate, logging_steps=1,
                   save_strategy="no", report_to="none", seed=cfg.scale.seed, data_seed=cfg.scale.seed,
                   max_length=cfg.max_length, disable_tqdm=not show_progress(), dataloader_num_workers=0,
-                  use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), dataset_num_proc=None,
+                  use_cpu=precision == "cpu", bf16=precision == "bf16", fp16=precision == "fp16", dataset_num_proc=None,
                   # TRL checkpoints activations by default; on a CPU compute, not memory, is short, and
                   # recomputing the forward pass (through every layer) tripled a tiny step
                   gradient_checkpointing=torch.cuda.is_available())

@@ -66,7 +66,7 @@ def _main(argv) -> None:
     history = train(groups, val, init=args.init, out_dir=args.out, loss=args.loss, tau=args.tau,
                     epochs=args.epochs, lr=args.lr, batch_groups=args.batch_groups,
                     grad_accum=args.grad_accum, max_length=args.max_length, seed=args.seed,
-                    max_pairs=pass_budget()[0])
+                    max_pairs=pass_budget(args.init, args.max_length)[0])
     last = [h for h in history if h["split"] == "val"][-1]
     atomic_write_text(Path(args.out) / "summary.json", json.dumps(
         {"seconds": time.perf_counter() - start, **last}, indent=2))

@@ -85,9 +85,11 @@ DEFAULTS: dict[str, dict] = {
                  epochs=3, batch_groups=8, lr=5e-5, llm_rerank_questions=8, **_warm("tiny")),
     "small": dict(k_perturbations=3, m_candidates=8, n_negatives=6, m_inference=50, context_size=1,
                   epochs=3, batch_groups=16, lr=5e-5, llm_rerank_questions=0, **_warm("small")),
+    # colab: LLM-rerank reads each of M = 100 candidates per query, so it answers 40 questions' biased
+    # queries (every query would add ~11 min on a T4, estimated)
     "colab": dict(k_perturbations=5, m_candidates=20, n_negatives=10, m_inference=100,
                   context_size=3, epochs=3, batch_groups=32, lr=5e-5,
-                  llm_rerank_questions=0, **_warm("colab")),
+                  llm_rerank_questions=40, **_warm("colab")),
     "paper": dict(k_perturbations=5, m_candidates=100, n_negatives=10, m_inference=100,
                   context_size=3, epochs=3, batch_groups=32, lr=5e-5,
                   llm_rerank_questions=0, **_warm("paper", warm_start=False)),

@@ -20,15 +20,15 @@ from robustkit import methods as kit_methods
 from robustkit import resources
 from robustkit.baselines import (CrossEncoderReranker, FirstStage, LLMReranker, RandomOrder,
                                  RerankedRAG)
-from robustkit.config import cpu_info
 from robustkit.corm import paper, pipeline
 from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.prior import PriorReranker, choose_lambda
 from robustkit.corm.rag import RiskAwareRAG
 from robustkit.data.records import PERTURBATION_TYPES, has_answer
+from robustkit.device import cpu_info
 from robustkit.methods import Query
-from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci,
-                               excess_aurc, expected_calibration_error, first_relevant_rank, format_p, mcnemar,
+from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci, excess_aurc,
+                               expected_calibration_error, first_relevant_rank, format_p, mcnemar,
                                recall_at_k, risk_coverage, threshold_at_coverage)
 
 METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "random": "random order",

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from robustkit import resources
 from robustkit.artifacts import digest, read_manifest, stage
-from robustkit.config import resolve_model, runs_dir
+from robustkit.config import runs_dir
 from robustkit.corm.config import CormConfig, settings
 from robustkit.crossencoder import MAX_LENGTH
 from robustkit.data import PERTURBATION_TYPES, Question, mini_rewrites, read_jsonl, write_jsonl
 from robustkit.data.records import Rewrite
 from robustkit.judges import NormalisedMatch
+from robustkit.models import resolve_model
 from robustkit.reader import READER_VERSION
 
 # name -> how the critic is trained: which groups, which loss
@@ -207,13 +208,13 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
     from robustkit.crossencoder.train import pass_budget, train
 
     cfg = settings(cfg)
-    max_pairs, budget = pass_budget()
     if variant not in CRITIC_VARIANTS:
         raise ValueError(f"unknown critic variant {variant!r}; expected one of {sorted(CRITIC_VARIANTS)}")
     spec = dict(CRITIC_VARIANTS[variant])
     loss, tau = spec.pop("loss"), spec.pop("tau", 1.0)
     train_groups, val_groups, _ = training_groups(cfg, **spec)
     init_path, base_model, init_id = critic_start(cfg)
+    max_pairs, budget = pass_budget(init_path, MAX_LENGTH)
     inputs = {"groups": digest(train_groups), "val": digest(val_groups), "init": init_id,
               "loss": loss, "tau": tau, "epochs": cfg.epochs, "lr": cfg.lr, "max_length": MAX_LENGTH,
               "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed, **budget}
@@ -231,9 +232,14 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
 def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
     """A ``CrossEncoderScorer`` for one critic variant (trained on demand), loaded once per
     process, its scores kept on disk by checkpoint; ``"warm-start"`` is the relevance warm start
-    they all start from."""
+    they all start from. ``"relevance-ce"`` is the pretrained relevance cross-encoder where the
+    scale has one (the paper's CE baseline: ``colab``, ``paper``, or the user's choice)."""
     from robustkit.crossencoder.model import stored_scorer
+    from robustkit.crossencoder.relevance import pretrained, relevance_scorer
 
+    cfg = settings(cfg)
+    if variant == "relevance-ce" and pretrained(cfg.scale) is not None:
+        return relevance_scorer(cfg.scale)
     path = warm_start(cfg) if variant == "warm-start" else train_critic(cfg, variant)
     return stored_scorer(str(path), read_manifest(path)["sha256"])
 

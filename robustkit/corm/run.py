@@ -10,11 +10,11 @@ import time
 
 import pandas as pd
 
-from robustkit.config import cpu_info
 from robustkit.corm import experiments as ex
 from robustkit.corm import figures
 from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.pipeline import CRITIC_VARIANTS, run_dir, train_questions
+from robustkit.device import cpu_info
 from robustkit.plots import figure_suffix
 
 # Wall time of this command with a cold cache (fp32), measured, by (scale, with LLM-rerank), and

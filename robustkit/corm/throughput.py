@@ -1,7 +1,7 @@
 """Training throughput of the Evidence Critic's loop, on a GPU or this CPU (README, Performance).
 
 ``python -m robustkit.corm bench --groups G --init I --shapes minilm,base,large`` times the kit's
-own loop — real groups, pre-tokenised and dynamically padded, the hybrid loss, fused AdamW, bf16
+own loop — real groups, pre-tokenised and dynamically padded, the hybrid loss, fused AdamW, mixed precision
 autocast on GPU (fp32 on CPU) — and reports samples/s, tokens/s, peak memory and MFU.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 
 from robustkit.crossencoder.loss import make_loss
 from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
-
+from robustkit.device import mixed_precision
 
 # Encoder shapes for the benchmark: (layers, hidden, heads, intermediate). "minilm" uses the real
 # init weights; the others are randomly initialised at that shape (speed does not depend on weights).
@@ -25,7 +25,7 @@ def benchmark(groups: Sequence[dict], *, init: str, shape: str = "minilm", batch
               steps: int = 30, warmup_steps: int = 5, max_length: int = 256,
               pad_to: int | None = None, workers: int = 4, compile_model: bool = False) -> dict:
     """Training throughput of the kit's own loop: real groups, pre-tokenised and dynamically
-    padded, the hybrid loss, fused AdamW, bf16 autocast on GPU (fp32 on CPU).
+    padded, the hybrid loss, fused AdamW, the GPU's mixed precision (fp32 on CPU).
 
     MFU counts training FLOPs as 6·N·T + 12·L·d·Σ s² — N non-embedding parameters, T tokens
     processed (padding included), L layers, d hidden size, s each sequence's padded length — over
@@ -35,7 +35,7 @@ def benchmark(groups: Sequence[dict], *, init: str, shape: str = "minilm", batch
     from accelerate import Accelerator
 
     cuda = torch.cuda.is_available()
-    accelerator = Accelerator(mixed_precision="bf16" if cuda else "no")
+    accelerator = Accelerator(mixed_precision=mixed_precision("cuda" if cuda else "cpu"))
     model = CrossEncoder(_shaped_encoder(init, shape), max_length=max_length)
     n_docs = max(1, round(sum(len(g["docs"]) for g in groups) / len(groups)))
     batch_groups = max(1, batch_pairs // n_docs)

@@ -65,7 +65,11 @@ DEFAULTS: dict[str, dict] = {
                  draft_tokens=16, refine_tokens=24, decoding="constrained"),
     "small": dict(n_hotpotqa=50, n_nq=50, n_calibration=20, max_words=40, max_snippets=9,
                   decoding="constrained"),
-    "colab": {}, "paper": {}}
+    # colab: 200 HotpotQA and 200 NQ-open questions, 50 calibration questions each (~3 min on a T4,
+    # estimated)
+    "colab": dict(n_hotpotqa=200, n_nq=200, n_calibration=50),
+    # paper: every question but 100 HotpotQA ones, held out to calibrate (HotpotQA ships no train split here)
+    "paper": dict(n_hotpotqa=388, n_calibration=100)}
 
 
 def settings(scale: CounterRefineConfig | Scale | str | None = None, **changes) -> CounterRefineConfig:

@@ -19,13 +19,14 @@ import pandas as pd
 
 from robustkit import resources
 from robustkit.artifacts import stage
-from robustkit.config import resolve_model, runs_dir
+from robustkit.config import runs_dir
 from robustkit.counterrefine.config import CounterRefineConfig, settings
 from robustkit.counterrefine.method import PROMPT_VERSION, CounterRefine, calibrate_revise_threshold
 from robustkit.data.records import read_jsonl, write_jsonl
 from robustkit.judges import NormalisedMatch
 from robustkit.methods import Query
 from robustkit.metrics import token_f1
+from robustkit.models import resolve_model
 from robustkit.qa_sets import QASet, short_answer_sets
 from robustkit.reader import READER_VERSION
 

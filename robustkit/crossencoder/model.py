@@ -15,7 +15,7 @@ import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -131,31 +131,121 @@ def group_logits(model, batch: dict) -> torch.Tensor:
     return grid.view(batch["mask"].shape)  # index_copy with precomputed slots: no device sync
 
 
+class PretrainedCrossEncoder(nn.Module):
+    """A hub cross-encoder — an ``AutoModelForSequenceClassification`` checkpoint with one logit,
+    such as ``cross-encoder/ms-marco-MiniLM-L-6-v2`` — behind ``CrossEncoder``'s interface: a
+    ``tokenizer``, a ``config`` with ``max_length``, one logit per (query, passage) from ``forward``."""
+
+    def __init__(self, path: str, name: str | None = None, max_length: int = MAX_LENGTH):
+        super().__init__()
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        quiet_model_loading()
+        self.model = AutoModelForSequenceClassification.from_pretrained(path, dtype=torch.float32)
+        if self.model.config.num_labels != 1:
+            raise ValueError(f"{name or path}: a relevance cross-encoder gives one logit per pair, this "
+                             f"model gives {self.model.config.num_labels}")
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.config = {"base_model": name or path, "max_length": max_length}
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None) -> torch.Tensor:
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          token_type_ids=token_type_ids).logits[:, 0]
+
+
+def pair_logits(model: Callable[..., torch.Tensor], tokenizer, firsts: Sequence[str], seconds: Sequence[str], *,
+                max_length: int, device: str, truncation: str | bool = "only_second",
+                batch_pairs: int | None = None) -> torch.Tensor:
+    """``model``'s logits for every (first, second) pair, in input order, as float32 on the CPU.
+
+    The pairs are tokenised in one call, sorted by token length and batched so that a batch pads
+    to its own longest pair. A CPU scores small batches (16 pairs: its caches stay warm); a GPU
+    takes batches of up to ``GPU_TOKENS_PER_BATCH`` tokens, autocast in the device's precision,
+    keeps every batch's logits on the device and copies them back once, so the host waits for
+    the GPU once per call instead of once per batch. Non-finite logits (an fp16 overflow) stop
+    with the fix."""
+    from robustkit.device import autocast_dtype, mixed_precision
+
+    if not firsts:
+        return torch.empty(0)
+    encoded = tokenizer(list(firsts), list(seconds), truncation=truncation, max_length=max_length)
+    lengths = np.array([len(ids) for ids in encoded["input_ids"]])
+    order = np.argsort(lengths, kind="stable")
+    cast = autocast_dtype(device) if device.startswith("cuda") else None
+    logits = []
+    for rows in _batches(order, lengths, batch_pairs or (None if device.startswith("cuda") else 16)):
+        batch = _padded(encoded, rows, tokenizer.pad_token_id, pin=device.startswith("cuda"))
+        batch = {key: value.to(device, non_blocking=True) for key, value in batch.items()}
+        with torch.autocast(device.split(":")[0], dtype=cast, enabled=cast is not None):
+            logits.append(model(**batch).float())
+    out = torch.empty(len(order), *logits[0].shape[1:])
+    out[torch.from_numpy(order)] = torch.cat(logits).cpu()
+    if not torch.isfinite(out).all():
+        raise FloatingPointError(
+            f"{int((~torch.isfinite(out)).sum())} non-finite logits from {type(model).__name__} in "
+            f"{mixed_precision(device)} on {device}: an overflow; score in fp32 with "
+            "ROBUSTKIT_MIXED_PRECISION=no")
+    return out
+
+
+GPU_TOKENS_PER_BATCH = 65536  # a GPU batch: up to 256 pairs of 256 tokens, more of shorter ones
+
+
+def _padded(encoded, rows: np.ndarray, pad_id: int, pin: bool) -> dict[str, torch.Tensor]:
+    """The rows' token lists right-padded to their longest (pinned for an asynchronous copy)."""
+    width = max(len(encoded["input_ids"][i]) for i in rows)
+    out = {}
+    for key in encoded.keys():
+        array = np.full((len(rows), width), pad_id if key == "input_ids" else 0, dtype=np.int64)
+        for row, i in enumerate(rows):
+            array[row, :len(encoded[key][i])] = encoded[key][i]
+        out[key] = torch.from_numpy(array).pin_memory() if pin else torch.from_numpy(array)
+    return out
+
+
+def _batches(order: np.ndarray, lengths: np.ndarray, batch_pairs: int | None) -> list[np.ndarray]:
+    """Consecutive runs of ``order`` (sorted by length): ``batch_pairs`` pairs each, or (None) as
+    many pairs as keep pairs × longest length within ``GPU_TOKENS_PER_BATCH``."""
+    if batch_pairs:
+        return [order[i:i + batch_pairs] for i in range(0, len(order), batch_pairs)]
+    batches, start = [], 0
+    for end in range(1, len(order) + 1):
+        if end == len(order) or (end + 1 - start) * lengths[order[end]] > GPU_TOKENS_PER_BATCH:
+            batches.append(order[start:end])
+            start = end
+    return batches
+
+
 class CrossEncoderScorer:
-    """Batched scoring of (query, passage) pairs with a trained cross-encoder: σ(z) ∈ [0, 1].
+    """Batched scoring of (query, passage) pairs with a cross-encoder: σ(z) ∈ [0, 1].
 
-    Scores are remembered per (query, passage) pair: the weights never change once trained, and
-    an evaluation asks for the same pairs again (CoRM's retrieval prior rescores the critic's
-    candidates, the γ and λ choices the same validation queries). With ``store_as``
-    (the checkpoint's sha256) they are also kept in the kit's on-disk call cache, so the next
-    process — the next notebook, a rerun — replays them instead of running the model again.
-    ``uncached()`` shares the model without either, for timing real forward passes."""
+    ``model`` is a trained kit checkpoint (a folder, or a ``CrossEncoder``) or a
+    ``PretrainedCrossEncoder`` from the hub. Scores are remembered per (query, passage) pair: the
+    weights never change once trained, and an evaluation asks for the same pairs again (CoRM's
+    retrieval prior rescores the critic's candidates, the γ and λ choices the same validation
+    queries). With ``store_as`` (the checkpoint's sha256, or a hub model's id) they are also kept
+    in the kit's on-disk call cache, so the next process — the next notebook, a rerun — replays
+    them instead of running the model again. ``uncached()`` shares the model without either, for
+    timing real forward passes. On a GPU the model is admitted to ``device.GPU_MEMORY``, which may
+    move it back to the CPU to make room for another model; it returns when next asked to score."""
 
-    def __init__(self, model: CrossEncoder | str | Path, batch_size: int | None = None,
+    def __init__(self, model: nn.Module | str | Path, batch_size: int | None = None,
                  device: str | None = None, *, cache: bool = True, store_as: str | None = None):
-        self.model = model if isinstance(model, CrossEncoder) else CrossEncoder.load(model)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model.to(self.device).eval()
-        # small batches keep a CPU's caches warm: 55 pairs/s at 16 vs 36-46 at 64 (2-core AVX2)
-        self.batch_size = batch_size or (64 if self.device == "cuda" else 16)
+        from robustkit.device import mixed_precision, pick_device
+
+        self.model = model if isinstance(model, nn.Module) else CrossEncoder.load(model)
+        self.device = pick_device(device)
+        self.model.eval()
+        self.batch_size = batch_size  # None: the device's default (see ``pair_logits``)
         self._memo: dict[tuple[str, str], float] | None = {} if cache else None
         self._store = None
         if cache and store_as:
-            from robustkit.llm import CallCache  # imported here: the training entry point stays light
+            from robustkit.llm import (CallCache) # imported here: the training entry point stays light
 
             self._store = CallCache()
-            # bf16 autocast on a GPU gives other scores than fp32 on a CPU: they are kept apart
-            self._store_model = f"cross-encoder:{store_as}:{'bf16' if self.device == 'cuda' else 'fp32'}"
+            # fp16 or bf16 autocast on a GPU gives other scores than fp32 on a CPU: they are kept apart
+            precision = mixed_precision(self.device).replace("no", "fp32")
+            self._store_model = f"cross-encoder:{store_as}:{precision}"
 
     def uncached(self) -> "CrossEncoderScorer":
         """The same model and batch size, scoring every pair afresh."""
@@ -187,18 +277,16 @@ class CrossEncoderScorer:
 
     @torch.no_grad()
     def _forward(self, queries: list[str], passages: list[str]) -> np.ndarray:
-        """One forward pass per batch, pairs sorted by length so that batches pad less."""
-        order = np.argsort([len(q) + len(p) for q, p in zip(queries, passages)])
-        scores = np.empty(len(order), dtype=np.float32)
-        tok = self.model.tokenizer
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            enc = tok([queries[i] for i in idx], [passages[i] for i in idx], padding=True,
-                      truncation="only_second", max_length=self.model.config["max_length"],
-                      return_tensors="pt").to(self.device)
-            with torch.autocast(self.device, dtype=torch.bfloat16, enabled=self.device == "cuda"):
-                scores[idx] = torch.sigmoid(self.model(**enc).float()).cpu().numpy()
-        return scores
+        self._on_device()
+        logits = pair_logits(self.model, self.model.tokenizer, queries, passages,
+                             max_length=self.model.config["max_length"], device=self.device,
+                             batch_pairs=self.batch_size)
+        return torch.sigmoid(logits).numpy()
+
+    def _on_device(self) -> None:
+        from robustkit.device import place
+
+        place(self.model, self.device, f"cross-encoder {self.model.config['base_model']} ({id(self.model):x})")
 
 
 @lru_cache(maxsize=16)
@@ -206,3 +294,9 @@ def stored_scorer(path: str, sha256: str) -> CrossEncoderScorer:
     """One scorer per trained checkpoint per process, its scores kept on disk under ``sha256``
     (the checkpoint's, from its manifest) so that the next process replays them."""
     return CrossEncoderScorer(path, store_as=sha256)
+
+
+@lru_cache(maxsize=4)
+def pretrained_scorer(path: str, name: str) -> CrossEncoderScorer:
+    """One scorer per hub cross-encoder per process, its scores kept on disk under its name."""
+    return CrossEncoderScorer(PretrainedCrossEncoder(path, name), store_as=name)

@@ -1,7 +1,10 @@
-"""The relevance cross-encoder: the kit's stand-in for a pretrained reranker.
+"""The relevance cross-encoder: a pretrained reranker where the scale has one, else the kit's own.
 
-    path = rk.crossencoder.relevance_model(scale)      # trains it once, reuses it after
     scorer = rk.crossencoder.relevance_scorer(scale)   # σ(z) ∈ [0, 1] per (query, passage)
+    path = rk.crossencoder.relevance_model(scale)      # the kit's: trained once, reused after
+
+At ``colab`` and ``paper`` the relevance cross-encoder is the hub's MS MARCO model (the
+``relevance_ce`` role; any one-logit sequence classifier can be chosen for it, at any scale).
 
 A reranker is normally fine-tuned from a pretrained cross-encoder (the hub's MS MARCO MiniLM);
 offline none exists, and a bi-encoder with a fresh head learns neither relevance nor robustness
@@ -21,8 +24,9 @@ from pathlib import Path
 
 from robustkit import resources
 from robustkit.artifacts import digest, read_manifest, stage
-from robustkit.config import Scale, check_knob, get_scale, resolve_model, runs_dir, with_overrides
+from robustkit.config import Scale, check_knob, get_scale, runs_dir, with_overrides
 from robustkit.crossencoder import MAX_LENGTH
+from robustkit.models import MODEL_REGISTRY, ModelSpec, chosen_models, resolve_model
 
 DATASETS = ("nq_open_oracle", "mini")  # datasets with a training split and a corpus
 
@@ -104,9 +108,9 @@ def relevance_model(scale: Scale | str | None = None, chosen: Recipe | None = No
 
     scale = get_scale(scale)
     chosen = chosen or recipe(scale)
-    max_pairs, budget = pass_budget()
     train_groups, val_groups, stats = groups_for(scale, chosen)
     init = resolve_model("critic_init", scale, verbose=False)
+    max_pairs, budget = pass_budget(init.path, MAX_LENGTH)
     inputs = {"groups": digest(train_groups), "val": digest(val_groups), "init": init.name,
               "dataset": chosen.dataset, "loss": "listwise", "epochs": chosen.epochs, "lr": chosen.lr,
               "max_length": MAX_LENGTH, "batch_groups": chosen.batch_groups, "seed": scale.seed, **budget}
@@ -122,19 +126,46 @@ def relevance_model(scale: Scale | str | None = None, chosen: Recipe | None = No
     return stage(runs_dir(scale) / "relevance" / chosen.slug, inputs, build, lambda path: path)
 
 
+def pretrained(scale: Scale | str | None = None) -> ModelSpec | None:
+    """The pretrained relevance cross-encoder of ``scale`` (the registry's hub model, or the user's
+    choice for the ``relevance_ce`` role), or None where the kit trains its own."""
+    scale = get_scale(scale)
+    if scale.name not in MODEL_REGISTRY["relevance_ce"] and "relevance_ce" not in chosen_models(scale):
+        return None
+    return resolve_model("relevance_ce", scale, verbose=False)
+
+
 def relevance_scorer(scale: Scale | str | None = None, chosen: Recipe | None = None, *,
                      progress: bool = True):
-    """A ``CrossEncoderScorer`` for the relevance model (trained on demand), loaded once per
-    process; its scores are kept on disk by checkpoint."""
-    from robustkit.crossencoder.model import stored_scorer
+    """A ``CrossEncoderScorer`` for the relevance cross-encoder — the pretrained one where the
+    scale has one, else the kit's (trained on demand) — loaded once per process, its scores kept
+    on disk by checkpoint (or hub id)."""
+    from robustkit.crossencoder.model import pretrained_scorer, stored_scorer
 
+    spec = pretrained(scale)
+    if spec is not None:
+        return pretrained_scorer(spec.path, spec.name)
     path = relevance_model(scale, chosen, progress=progress)
     return stored_scorer(str(path), read_manifest(path)["sha256"])
 
 
+def describe(scale: Scale | str | None = None, chosen: Recipe | None = None) -> str:
+    """Which relevance cross-encoder grades at ``scale``, in words."""
+    spec = pretrained(scale)
+    if spec is not None:
+        return f"{spec.name} ({spec.source}), pretrained"
+    chosen = chosen or recipe(scale)
+    return (f"the kit's relevance cross-encoder ({chosen.slug}: {chosen.dataset}'s training split, "
+            "'contains a gold alias' labels)")
+
+
 def identity(scale: Scale | str | None = None, chosen: Recipe | None = None) -> dict:
-    """What a manifest records of the relevance model: init, recipe and checkpoint sha256."""
+    """What a manifest records of the relevance model: a pretrained one's name, or the kit's
+    init, recipe and checkpoint sha256."""
     scale = get_scale(scale)
+    spec = pretrained(scale)
+    if spec is not None:
+        return {"model": spec.name, "source": spec.source}
     chosen = chosen or recipe(scale)
     path = relevance_model(scale, chosen, progress=False)
     return {"model": "relevance cross-encoder", "init": resolve_model("critic_init", scale, verbose=False).name,

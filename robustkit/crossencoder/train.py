@@ -3,7 +3,10 @@
 AdamW (weight decay 0.01) with a cosine schedule and linear warm-up over listwise groups
 (``{query, docs, labels}``: CoRM's teacher groups, ``crossencoder.groups``' alias groups), a loss
 from ``crossencoder.loss``, held-out NDCG@3 / MRR each epoch, a checkpoint per epoch that a
-rerun resumes from. bf16 autocast on GPU, fp32 on CPU; several GPUs unchanged:
+rerun resumes from. fp32 on a CPU; on a GPU the device's mixed precision (``device.mixed_precision``:
+bf16 autocast, or fp16 autocast with Accelerate's gradient scaler on a T4) over fp32 master
+weights, a loss that stays non-finite stops with the fix, and a batch runs in as many passes as
+the GPU's free memory needs (``pass_budget``); several GPUs unchanged:
 
     accelerate launch -m robustkit.corm train --groups runs/colab/corm/groups.jsonl --init ... --out ...
 
@@ -14,6 +17,8 @@ from __future__ import annotations
 import ctypes
 import math
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -22,10 +27,11 @@ import torch
 from tqdm.auto import tqdm
 
 from robustkit.artifacts import JsonlLog
-from robustkit.config import check_knob, max_pairs_per_pass, show_progress
+from robustkit.config import announce_long_work, check_knob, show_progress
 from robustkit.crossencoder.loss import make_loss
 from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
 from robustkit.data.records import write_jsonl
+from robustkit.device import autocast_dtype, max_pairs_per_pass, mixed_precision, pick_device
 from robustkit.metrics import mrr, ndcg_at_k
 
 
@@ -64,7 +70,7 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     out_dir = Path(out_dir)
     model_dir = Path(model_dir or out_dir / "model")
     keep_freed_memory()
-    accelerator = Accelerator(mixed_precision="bf16" if torch.cuda.is_available() else "no",
+    accelerator = Accelerator(mixed_precision=mixed_precision(pick_device()),
                               gradient_accumulation_steps=grad_accum)
     torch.manual_seed(seed)
     if (Path(init) / "critic_config.json").exists():  # a trained cross-encoder (the warm start): head too
@@ -75,13 +81,14 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     train_data = GroupDataset(groups, model.tokenizer, max_length)
     val_data = GroupDataset(val_groups, model.tokenizer, max_length)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay,
-                                  fused=torch.cuda.is_available())
+                                  fused=accelerator.device.type == "cuda")
     steps_per_epoch = math.ceil(len(train_data) / batch_groups / grad_accum)
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(warmup * steps_per_epoch * epochs),
                                                 steps_per_epoch * epochs)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     history = JsonlLog(out_dir / "history.jsonl", key="id")
     start_epoch = _resume(accelerator, out_dir)
+    started = time.perf_counter()
     for epoch in range(start_epoch, epochs):
         loader = accelerator.prepare(torch.utils.data.DataLoader(
             train_data, batch_size=batch_groups, shuffle=True, collate_fn=train_data.collate,
@@ -90,13 +97,17 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
         rows = []
         for step, batch in enumerate(tqdm(loader, desc=f"epoch {epoch + 1}/{epochs}",
                                           disable=not (progress and show_progress() and accelerator.is_main_process))):
-            with accelerator.accumulate(model):
+            with accelerator.accumulate(model), _named_out_of_memory(model, batch, max_pairs):
                 value = backward_in_parts(model, criterion, batch, max_pairs, accelerator.backward)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()
             rows.append({"id": f"train-{epoch}-{step}", "epoch": epoch + step / len(loader),
                          "split": "train", "loss": value.item()})
+            _check_finite([row["loss"] for row in rows], accelerator.mixed_precision)
+            if epoch == start_epoch and step == 2 and accelerator.is_main_process:
+                announce_long_work(f"training {model_name(model)}", 3, len(loader) * (epochs - start_epoch),
+                                   time.perf_counter() - started, "steps")
         val = evaluate(accelerator.unwrap_model(model), val_data, criterion, batch_groups)
         rows.append({"id": f"val-{epoch}", "epoch": epoch + 1, "split": "val", **val})
         accelerator.wait_for_everyone()
@@ -112,11 +123,83 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     return rows
 
 
-def pass_budget() -> tuple[int | None, dict]:
-    """``config.max_pairs_per_pass()`` and what a trained model's manifest records of it: nothing
-    when it is unset, so the default's manifests (and the artifacts they keep) do not change."""
+def pass_budget(init: str | None = None, max_length: int = 256) -> tuple[int | None, dict]:
+    """The most pairs one forward pass of training may hold, and what a trained model's manifest
+    records of it: ``$ROBUSTKIT_MAX_PAIRS``; else on a GPU as many pairs of ``max_length`` tokens
+    as the free memory holds beside ``init``'s weights, gradients and AdamW states
+    (``gpu_pairs_per_pass``); else None (the whole batch, nothing recorded, so a CPU's manifests
+    and the artifacts they keep do not change)."""
     max_pairs = max_pairs_per_pass()
+    if max_pairs is None and init is not None and pick_device().startswith("cuda"):
+        max_pairs = gpu_pairs_per_pass(init, max_length)
     return max_pairs, ({"max_pairs_per_pass": max_pairs} if max_pairs else {})
+
+
+def activation_bytes_per_pair(config, max_length: int) -> int:
+    """Training activations of one (query, passage) pair of ``max_length`` tokens in a transformer
+    encoder under 16-bit autocast: per layer s·h·(34 + 5·a·s/h) bytes (Korthikanti et al. 2022,
+    no recomputation), doubled for DeBERTa's disentangled attention (its relative-position
+    attention adds score matrices of the same size per head)."""
+    s, h, a = max_length, config.hidden_size, config.num_attention_heads
+    per_layer = s * h * (34 + 5 * a * s / h)
+    return int(per_layer * config.num_hidden_layers * (2 if "deberta" in config.model_type else 1))
+
+
+def gpu_pairs_per_pass(init: str, max_length: int) -> int:
+    """How many pairs one training pass fits in the GPU's free memory beside the model's weights,
+    gradients and AdamW states (16 bytes a parameter, fp32 master weights), keeping the memory
+    plan's reserve; printed, since it changes how a batch runs (not what it computes)."""
+    from transformers import AutoConfig
+
+    from robustkit.device import GB, GPU_MEMORY, ModelDoesNotFit, gpu
+    from robustkit.models import parameter_count
+
+    encoder = Path(init) / "encoder" if (Path(init) / "critic_config.json").exists() else init
+    config = AutoConfig.from_pretrained(encoder)
+    state = 16 * parameter_count(config, "encoder")
+    per_pair = activation_bytes_per_pair(config, max_length)
+    free = torch.cuda.mem_get_info()[0] - state - GPU_MEMORY.reserve()
+    pairs = int(free // per_pair)
+    if pairs < 1:
+        raise ModelDoesNotFit(f"training {encoder} needs {(state + per_pair) / GB:.1f} GiB on {gpu()} for one "
+                              f"pair of {max_length} tokens; {torch.cuda.mem_get_info()[0] / GB:.1f} GiB are free")
+    print(f"[robustkit] cross-encoder training on {gpu()}: at most {pairs} pairs per forward pass "
+          f"(~{per_pair / 2**20:.0f} MiB of activations a pair of {max_length} tokens; "
+          f"{free / GB:.1f} GiB free beside the model's training state)")
+    return pairs
+
+
+def model_name(model) -> str:
+    """A cross-encoder's base model, for messages (through Accelerate's wrapper if there is one)."""
+    inner = getattr(model, "module", model)
+    return inner.config.get("base_model", type(inner).__name__) if isinstance(inner.config, dict) \
+        else type(inner).__name__
+
+
+def _check_finite(losses: list[float], precision: str) -> None:
+    """Stop when the last three training losses are not finite: fp16's gradient scaler skips a
+    step whose gradients overflow, but a loss that stays NaN or inf is a forward pass that
+    overflows (DeBERTa-v3 has been reported to, in fp16), and training would learn nothing."""
+    if len(losses) >= 3 and not any(math.isfinite(x) for x in losses[-3:]):
+        raise FloatingPointError(
+            f"the training loss has not been finite for 3 steps in mixed precision '{precision}'"
+            + (": an fp16 overflow; train in fp32 with ROBUSTKIT_MIXED_PRECISION=no" if precision == "fp16"
+               else ": lower the learning rate, or check the groups' labels"))
+
+
+@contextmanager
+def _named_out_of_memory(model, batch: dict, max_pairs: int | None):
+    """A GPU out-of-memory error in a training step, said in the kit's words: which model, how
+    many pairs, and the knob that makes a pass smaller."""
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError:
+        from robustkit.device import ModelDoesNotFit, gpu
+
+        raise ModelDoesNotFit(
+            f"training {model_name(model)} ran out of GPU memory on {gpu()} with {len(batch['input_ids'])} pairs in a "
+            f"batch ({max_pairs or 'all'} per pass); set ROBUSTKIT_MAX_PAIRS to a smaller number of "
+            "pairs per pass (at least the largest group), or lower batch_groups") from None
 
 
 def backward_in_parts(model, criterion, batch: dict, max_pairs: int | None, backward) -> torch.Tensor:
@@ -184,7 +267,8 @@ def _evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: 
     loader = torch.utils.data.DataLoader(data, batch_size=batch_groups, collate_fn=data.collate)
     for batch in loader:
         batch = {k: v.to(device) for k, v in batch.items()}
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        cast = autocast_dtype(device.type)
+        with torch.autocast(device.type, dtype=cast, enabled=cast is not None):
             logits = group_logits(model, batch).float()
         losses.append(criterion(logits, batch["targets"], batch["mask"]).item())
         for z, s, m in zip(logits.cpu().numpy(), batch["targets"].cpu().numpy(),

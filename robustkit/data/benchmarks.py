@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from robustkit.config import REPO_ROOT, is_offline
-from robustkit.data.records import (Corpus, DataError, Misconception, Passage, Question,
-                                    sha256_files)
+from robustkit.config import CHECKOUT, is_offline
+from robustkit.data.records import Corpus, DataError, Misconception, Passage, Question, sha256_files
 from robustkit.data.validate import (Row, Unique, array_rows, json_document, jsonl_rows, strings,
                                      table_rows)
 
@@ -51,12 +50,13 @@ class _Spec:
 
 
 def data_dir() -> Path | None:
-    """The local mirror folder, if there is one."""
+    """The local mirror folder, if there is one: ``$ROBUSTKIT_DATA_DIR``, else (in a checkout)
+    ``../shared/datasets`` beside the repository."""
     env = os.environ.get("ROBUSTKIT_DATA_DIR")
     if env:
         return Path(env)
-    default = REPO_ROOT.parent / "shared" / "datasets"
-    return default if default.is_dir() else None
+    default = CHECKOUT.parent / "shared" / "datasets" if CHECKOUT else None
+    return default if default and default.is_dir() else None
 
 
 def load(name: str, split: str = "test", source: str = "auto") -> Dataset:

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robustkit.config import REPO_ROOT
+from robustkit.config import MINI_DIR
 from robustkit.data.records import (PERTURBATION_TYPES, Corpus, Misconception, Passage, Question,
                                     Rewrite, sha256_files)
 from robustkit.data.validate import Row, Unique, jsonl_rows
 
-MINI_DIR = REPO_ROOT / "data" / "mini"
 FILES = ("questions.jsonl", "rewrites.jsonl", "passages.jsonl", "misconceptions.jsonl",
          "multihop.jsonl")
 SPLITS = ("train", "test")

@@ -24,13 +24,15 @@ from robustkit import resources
 from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds
 from robustkit.artifacts import stage
 from robustkit.baselines import FirstStage, RerankedRAG
-from robustkit.config import resolve_model, runs_dir
-from robustkit.data import Corpus, Misconception, corpus, load, mini_corpus, mini_fingerprint, mini_misconceptions
+from robustkit.config import runs_dir
+from robustkit.data import (Corpus, Misconception, corpus, load, mini_corpus, mini_fingerprint,
+                            mini_misconceptions)
 from robustkit.data.records import read_jsonl, write_jsonl
 from robustkit.fva.config import FVAConfig, settings
-from robustkit.fva.method import PROMPT_VERSION, FVARAG
+from robustkit.fva.method import FVARAG, PROMPT_VERSION
 from robustkit.judges import AnswerConflict, NLIAdjudicator
 from robustkit.methods import Query
+from robustkit.models import resolve_model
 from robustkit.reader import READER_VERSION
 from robustkit.retrieval import DenseRetriever, load_embedder
 
@@ -132,11 +134,10 @@ def crag_evaluator(cfg: FVAConfig | None = None):
     if cfg.crag_evaluator == "dense-cosine":
         print("[robustkit] CRAG evaluator: the dense retriever's question-passage cosine")
         return None
-    from robustkit.crossencoder.relevance import recipe, relevance_scorer
+    from robustkit.crossencoder.relevance import describe, recipe, relevance_scorer
 
     chosen = recipe(cfg.scale)
-    print(f"[robustkit] CRAG evaluator: the kit's relevance cross-encoder ({chosen.slug}: "
-          f"{chosen.dataset}'s training split, 'contains a gold alias' labels)")
+    print(f"[robustkit] CRAG evaluator: {describe(cfg.scale, chosen)}")
     return relevance_scorer(cfg.scale, chosen, progress=False)
 
 

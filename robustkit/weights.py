@@ -1,0 +1,147 @@
+"""A language model's weights in this process: where they are read from, in which dtype, and
+which ones a GPU holds.
+
+The dtype comes from ``device.model_dtype``: fp32 on every CPU, bf16 on a GPU that has it and
+fp16 on one that does not (Colab's T4), ``$ROBUSTKIT_DTYPE`` to override; the choice is printed
+when the weights are first loaded. Some models overflow in fp16 (the Qwen2 family is reported to,
+on pre-Ampere GPUs): the first time a model is asked for in fp16 on a GPU, ``fp16_dtype`` runs
+it on probe prompts, and a model whose logits are not finite runs in fp32 instead — printed,
+counted in ``DTYPE_FALLBACKS`` and remembered per (model, GPU) in the cache folder. On a GPU
+every model is admitted to ``device.GPU_MEMORY``, which releases the least recently used others
+when room is short and names the model and the memory when it cannot fit.
+
+SmolLM2-135M ships as a GGUF file; transformers de-quantises it once (~15 s) and the kit keeps a
+safetensors copy in the cache directory, so later loads take about a second.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from robustkit.artifacts import atomic_write_text
+from robustkit.config import cache_dir, quiet_model_loading, show_progress
+from robustkit.device import GPU_MEMORY, gpu
+from robustkit.models import ModelSpec, auto_config, parameter_count
+
+
+def load_causal_lm(spec: ModelSpec, dtype: str, device: str = "cpu", reason: str = "", *,
+                   shared: bool = True):
+    """A causal LM for inference, loaded once per (weights, dtype, device) in this process — every
+    generator naming the same model shares it (``shared=False``: a private copy, e.g. to time the
+    load itself). A GGUF file is converted once to a cached copy."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    weights = weights_dir(spec, dtype)
+    key = (weights, dtype, device)
+    if shared and key in _LOADED:
+        if device.startswith("cuda"):
+            GPU_MEMORY.touch(spec.name)
+        return _LOADED[key]
+    quiet_model_loading()
+    if device.startswith("cuda"):
+        nbytes = parameter_count(auto_config(weights), "chat LM") * getattr(torch, dtype).itemsize
+        GPU_MEMORY.admit(spec.name, nbytes, evict=lambda: _LOADED.pop(key, None))
+    if shared:
+        print(f"[robustkit] loading {spec.name} in {dtype} on {device}" + (f" ({reason})" if reason else ""))
+    model = AutoModelForCausalLM.from_pretrained(weights, dtype=getattr(torch, dtype)).to(device).eval()
+    if shared:
+        _LOADED[key] = model
+    return model
+
+
+_LOADED: dict[tuple[str, str, str], object] = {}  # the models this process holds
+DTYPE_FALLBACKS: list[str] = []  # models that overflowed in fp16 and run in fp32 instead
+PROBE_PROMPTS = ("Passage: The Eiffel Tower was completed in 1889 for the World's Fair in Paris.\n"
+                 "Question: When was the Eiffel Tower completed?",
+                 "Write one sentence about the history of printing.")
+
+
+def fp16_dtype(spec: ModelSpec, device: str, reason: str) -> tuple[str, str]:
+    """``float16`` for ``spec`` on ``device`` if its logits stay finite on the probe prompts,
+    else ``float32`` (printed and counted). Decided once per model and GPU, kept on disk."""
+    record = cache_dir() / "fp16_probes.json"
+    verdicts = json.loads(record.read_text()) if record.exists() else {}
+    card = gpu().name if gpu() else device
+    key = f"{spec.name} on {card}"
+    if key not in verdicts:
+        verdicts[key] = finite_in_fp16(spec, device)
+        atomic_write_text(record, json.dumps(verdicts, indent=1))
+    if verdicts[key]:
+        return "float16", reason
+    DTYPE_FALLBACKS.append(spec.name)
+    print(f"[robustkit] {spec.name} overflows in fp16 on {card} (non-finite logits on the kit's probe "
+          f"prompts): it runs in float32 instead (fallback {len(DTYPE_FALLBACKS)} of this session)")
+    return "float32", f"fp16 overflows for this model on {card} (probe kept in {record})"
+
+
+def finite_in_fp16(spec: ModelSpec, device: str) -> bool:
+    """Whether ``spec`` in fp16 on ``device`` gives finite logits on ``PROBE_PROMPTS`` (chat-rendered,
+    one batch). A model that passes stays loaded for the work that follows."""
+    import torch
+
+    tokenizer = load_tokenizer(weights_dir(spec, "float16"))
+    rendered = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                              add_generation_prompt=True) for p in PROBE_PROMPTS]
+    batch = tokenizer(rendered, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    model = load_causal_lm(spec, "float16", device, "probing fp16")
+    with torch.inference_mode():
+        finite = bool(torch.isfinite(model(**batch).logits).all())
+    if not finite:
+        _LOADED.pop((weights_dir(spec, "float16"), "float16", device), None)
+        GPU_MEMORY.forget(spec.name)
+    return finite
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(weights: str):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(weights)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def weights_dir(spec: ModelSpec, dtype: str) -> str:
+    """Where ``from_pretrained`` reads the weights: the spec's path, or the GGUF's converted copy."""
+    if not spec.gguf_file:
+        return spec.path
+    target = cache_dir() / "models" / f"{spec.name.replace('/', '--')}-{dtype}"
+    if not (target / "config.json").exists():
+        _convert_gguf(spec, dtype, target)
+    return str(target)
+
+
+def _convert_gguf(spec: ModelSpec, dtype: str, target: Path) -> None:
+    from functools import partial
+    from unittest import mock
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import modeling_gguf_pytorch_utils as gguf_loader
+
+    quiet_model_loading()
+    print(f"[robustkit] converting {spec.gguf_file} to a cached {dtype} copy (once, ~15 s)")
+    tokenizer = AutoTokenizer.from_pretrained(spec.path, gguf_file=spec.gguf_file)
+    # the GGUF reader draws its own tqdm bar, outside the hub's switch: make it obey the kit's
+    with mock.patch.object(gguf_loader, "tqdm", partial(tqdm, disable=not show_progress())):
+        quantised = AutoModelForCausalLM.from_pretrained(spec.path, gguf_file=spec.gguf_file,
+                                                         dtype=torch.float32)
+    config = quantised.config
+    del config.quantization_config  # a plain model: transformers refuses to save a GGUF-tagged one
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(quantised.state_dict())
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    plain.to(getattr(torch, dtype)).save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)  # atomic: a half-written copy is never mistaken for a finished one
+
+
