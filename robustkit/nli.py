@@ -31,7 +31,7 @@ from robustkit.config import (Scale, check_knob, get_scale, quiet_model_loading,
 from robustkit.data.nli import LABELS, NLIPair, NLISet, load_nli
 from robustkit.data.records import write_jsonl
 from robustkit.device import pick_device, place
-from robustkit.models import MODEL_REGISTRY, OfflineModelError, resolve_model
+from robustkit.models import kit_trained, resolve_model
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,24 +139,21 @@ def label_columns(id2label: dict) -> list[int]:
 
 
 def nli_model(scale: Scale | str | None = None, *, progress: bool = True) -> NLIClassifier:
-    """The scale's NLI model: the registered hub model where there is one and it can be read
-    (colab, paper), else the kit's MiniLM cross-encoder fine-tuned on SNLI (trained once per scale,
-    then reused). Prints one line saying which.
+    """The scale's NLI model: the registered hub model (colab, paper) or the one chosen for the
+    ``nli`` role, else the kit's MiniLM cross-encoder fine-tuned on SNLI (trained once per scale,
+    then reused). Prints one line saying which. A hub model the machine cannot reach stops with
+    ``OfflineModelError`` (``models.resolve_model``): the kit never trains a stand-in silently.
 
     Args:
         scale: a scale or its name (default: the current one).
         progress: a training progress bar, where ``show_progress()`` allows bars at all.
     """
     scale = get_scale(scale)
-    try:
+    if not kit_trained("nli", scale):
         spec = resolve_model("nli", scale, verbose=False)
-    except OfflineModelError:
-        spec = None
-    if spec is not None:
         print(f"[robustkit] NLI adjudicator: {spec.name} ({spec.source})")
         return NLIClassifier(spec.path, name=spec.name)
-    hub_id = MODEL_REGISTRY["nli"].get(scale.name)
-    why = f"{hub_id} is not reachable offline" if hub_id else "no pretrained NLI model offline"
+    why = "no pretrained NLI model offline"
     path = train_kit_model(scale, progress=progress)
     stats = read_manifest(path)["stats"]
     name = f"kit-nli-minilm-{scale.name}"

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from robustkit.config import Scale, get_scale
+from robustkit.models import SHIPPED
 
 BATCH = 32  # prompts decoded together (config.SCALES' gen_batch_size)
 PREFILL_MFU = 0.30  # share of peak tensor FLOP/s a forward pass over prompts or pairs reaches (assumed)
@@ -28,6 +29,7 @@ DECODE_BANDWIDTH = 0.60  # share of memory bandwidth a decoding step streams the
 STEP_OVERHEAD_S = (0.005, 0.0003)  # a decoding step's fixed cost: 5 ms + 0.3 ms a layer (launches, Python; assumed)
 TRAIN_MFU = 0.25  # the kit's cross-encoder loop: 26% on an H200 for a BERT-base shape (README, measured)
 LORA_MFU = 0.20  # TRL's trainer with LoRA and gradient checkpointing (assumed)
+DOWNLOAD_BYTES_S = 100e6  # a hub download into a fresh Colab session, weights then read once (assumed)
 
 
 @dataclass(frozen=True)
@@ -88,13 +90,10 @@ def model_size(role: str, scale: Scale) -> tuple[float, float, int]:
     """(parameters, embedding parameters, layers) of the model playing ``role`` at ``scale``: the
     registry's from ``SIZES`` (the kit trains its own relevance and NLI models from ``critic_init``
     where the registry has none), a chosen model's counted from its configuration."""
-    from robustkit.models import (MODEL_REGISTRY, ROLE_KINDS, auto_config, chosen_models,
-                                  parameter_count, resolve_model)
+    from robustkit.models import ROLE_KINDS, auto_config, parameter_count, resolve_model
 
-    if role not in chosen_models(scale):
-        hub_id = MODEL_REGISTRY[role].get(scale.name) or MODEL_REGISTRY["critic_init"][scale.name]
-        if hub_id in SIZES:
-            return SIZES[hub_id]
+    if model_id(role, scale) in SIZES:
+        return SIZES[model_id(role, scale)]
     config = auto_config(resolve_model(role, scale, verbose=False).path)
     return (parameter_count(config, ROLE_KINDS[role]), config.vocab_size * config.hidden_size,
             config.num_hidden_layers)
@@ -105,8 +104,23 @@ def estimate_minutes(notebook: str, scale: Scale | str | None, gpu: str) -> floa
     from robustkit.workload import notebook_work
 
     scale = get_scale(scale)
-    return sum(estimate_seconds(w, GPUS[gpu], model_size(w.role, scale))
-               for w in notebook_work(notebook, scale)) / 60
+    work = notebook_work(notebook, scale)
+    compute = sum(estimate_seconds(w, GPUS[gpu], model_size(w.role, scale)) for w in work)
+    # each hub model the notebook uses is downloaded once into a fresh session (roles may share one)
+    hub = {model_id(w.role, scale): w.role for w in work if model_id(w.role, scale) in SIZES}
+    download = sum(2 * model_size(role, scale)[0] for model, role in hub.items()
+                   if model not in SHIPPED) / DOWNLOAD_BYTES_S
+    return (compute + download) / 60
+
+
+def model_id(role: str, scale: Scale) -> str:
+    """Who plays ``role`` at ``scale``: the user's choice, the registry's model, or (for the
+    relevance and NLI models the kit trains itself) ``critic_init``'s — without resolving it, so
+    an estimate needs neither the hub nor the weights."""
+    from robustkit.models import MODEL_REGISTRY, chosen_models
+
+    return (chosen_models(scale).get(role) or MODEL_REGISTRY[role].get(scale.name)
+            or MODEL_REGISTRY["critic_init"][scale.name])
 
 
 def gpu_kind(name: str) -> str | None:

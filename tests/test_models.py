@@ -7,13 +7,7 @@ import pytest
 
 import robustkit as rk
 from robustkit import config, models
-from robustkit.models import (
-    ModelError,
-    OfflineModelError,
-    check_model,
-    check_models,
-    resolve_model,
-)
+from robustkit.models import ModelError, OfflineModelError, check_model, check_models, resolve_model
 
 
 @pytest.fixture
@@ -123,3 +117,13 @@ def test_a_language_model_folder_needs_a_chat_template(offline, tmp_path):
         check_model(resolve_model("teacher", chosen))
     with pytest.raises(ModelError, match="no chat template"):
         rk.start(seed=0, scale="tiny", models={"teacher": str(folder)})  # before any work
+
+
+def test_a_model_too_big_for_the_gpu_stops_before_any_work(offline, tmp_path, monkeypatch):
+    from robustkit import device
+    from robustkit.device import GB, GPU, ModelDoesNotFit
+
+    folder = shutil.copytree(resolve_model("embedder", "tiny").path, tmp_path / "minilm")
+    monkeypatch.setattr(device, "gpu", lambda: GPU("a 1 GiB GPU", 1 * GB, (7, 5)))
+    with pytest.raises(ModelDoesNotFit, match=r"critic_init model minilm@\w+ needs 0.1 GiB.*cannot fit a 1 GiB GPU"):
+        check_model(_chosen("critic_init", folder))  # 22.7M fp32 weights + the 1 GiB reserve > 1 GiB

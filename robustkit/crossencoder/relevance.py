@@ -26,7 +26,7 @@ from robustkit import resources
 from robustkit.artifacts import digest, read_manifest, stage
 from robustkit.config import Scale, check_knob, get_scale, runs_dir, with_overrides
 from robustkit.crossencoder import MAX_LENGTH
-from robustkit.models import MODEL_REGISTRY, ModelSpec, chosen_models, resolve_model
+from robustkit.models import ModelSpec, kit_trained, resolve_model
 
 DATASETS = ("nq_open_oracle", "mini")  # datasets with a training split and a corpus
 
@@ -130,9 +130,7 @@ def pretrained(scale: Scale | str | None = None) -> ModelSpec | None:
     """The pretrained relevance cross-encoder of ``scale`` (the registry's hub model, or the user's
     choice for the ``relevance_ce`` role), or None where the kit trains its own."""
     scale = get_scale(scale)
-    if scale.name not in MODEL_REGISTRY["relevance_ce"] and "relevance_ce" not in chosen_models(scale):
-        return None
-    return resolve_model("relevance_ce", scale, verbose=False)
+    return None if kit_trained("relevance_ce", scale) else resolve_model("relevance_ce", scale, verbose=False)
 
 
 def relevance_scorer(scale: Scale | str | None = None, chosen: Recipe | None = None, *,
