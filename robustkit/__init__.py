@@ -1,14 +1,16 @@
 """robustkit: a notebook-first teaching and reproduction kit for robust RAG.
 
     import robustkit as rk
-    scale = rk.start(seed=0)            # seed, plot style, the scale; the first call of a notebook
-    rk.data, rk.retrieval, rk.reader …  # the shared core
-    rk.corm.labels(scale)               # a method's stages, experiments and figures
+    scale = rk.start(seed=0, notebook="04")   # seed, plot style, models checked, device, expected time
+    rk.data, rk.retrieval, rk.reader …        # the shared core
+    rk.corm.labels(scale)                     # a method's stages, experiments and figures
+    rk.doctor.run()                           # a self-check of every method on this machine
 
-The core — config, artifacts, data, retrieval, llm, reader, crossencoder, judges, nli, methods,
-baselines, adaptive, resources, metrics, truthfulqa, plots, widgets — is shared; each method lives in its own
-folder (``corm/``, ``fva/``, ``counterrefine/``) and imports only the core. Submodules load on
-first use, so ``import robustkit`` is cheap.
+The core — config, models, device, weights, session, artifacts, data, retrieval, llm, reader,
+crossencoder, judges, nli, methods, baselines, adaptive, resources, metrics, truthfulqa, plots,
+widgets, timings — is shared; each method lives in its own folder (``corm/``, ``fva/``,
+``counterrefine/``, ``alignrag/``) and imports only the core. Submodules load on first use, so
+``import robustkit`` is cheap.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ __version__ = "0.1.0"
 _SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "config", "corm", "counterrefine",
                "crossencoder", "data", "device", "doctor", "fva", "gap", "judges", "llm", "methods",
                "metrics", "models", "nli", "plots", "qa_sets", "reader", "resources", "retrieval",
-               "session", "timings", "truthfulqa", "widgets")
+               "session", "timings", "truthfulqa", "weights", "widgets", "workload")
 _FROM_CONFIG = ("get_scale", "with_overrides", "Scale")
 
 

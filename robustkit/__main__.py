@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from robustkit.config import SCALES
+from robustkit.config import SCALE_DATASETS, SCALES
 from robustkit.device import ModelDoesNotFit
 from robustkit.models import OfflineModelError
 
@@ -36,6 +36,9 @@ def main(argv=None) -> int:
                             "table with times, dtype and memory; exit status 1 when a check failed")
     doctor.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny "
                         "(colab on a GPU)")
+    doctor.add_argument("--dataset", choices=SCALE_DATASETS, help="read this dataset instead of the scale's "
+                        "own, keeping its knobs and models: e.g. --scale colab --dataset mini checks colab's "
+                        "paths in minutes on the teaching set (FVA-RAG still reads TruthfulQA)")
     doctor.add_argument("--only", help="comma-separated checks to run, e.g. corm,fva (default: all)")
     args = parser.parse_args(argv)
     try:
@@ -77,7 +80,7 @@ def _dispatch(args) -> int:
     elif args.command == "doctor":
         from robustkit.doctor import main as doctor
 
-        return 1 if doctor(args.scale, args.only) else 0
+        return 1 if doctor(args.scale, args.only, args.dataset) else 0
     return 0
 
 

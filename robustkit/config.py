@@ -63,6 +63,9 @@ def check_knob(name: str, value, *, integer: bool = False, low: float | None = N
         raise ValueError(f"{name} must be <= {high}, got {value!r}")
 
 
+SCALE_DATASETS = ("mini", "nq_open_oracle")  # the datasets with a corpus and training/test splits
+
+
 @dataclass(frozen=True)
 class Scale:
     """The sizes every method shares at one scale. Stages read their defaults from here."""
@@ -78,6 +81,9 @@ class Scale:
     models: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
+        if self.dataset not in SCALE_DATASETS:
+            raise ValueError(f"unknown dataset {self.dataset!r} for a scale; expected one of "
+                             f"{', '.join(SCALE_DATASETS)}")
         if not isinstance(self.models, tuple) or not all(
                 isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
                 for pair in self.models):

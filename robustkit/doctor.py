@@ -73,13 +73,15 @@ class Outcome:
     calls: tuple[int, int] | None = None
 
 
-def run(scale: Scale | str | None = None, only=None) -> pd.DataFrame:
+def run(scale: Scale | str | None = None, only=None, dataset: str | None = None) -> pd.DataFrame:
     """Run the checks — all, or ``only`` (names, or one comma-separated string) — at ``scale``,
-    isolated from the user's artifacts; one row per check, in the doctor's order."""
+    isolated from the user's artifacts; one row per check, in the doctor's order. ``dataset="mini"``
+    keeps the scale's knobs and models but reads the teaching set (minutes instead of embedding
+    a Wikipedia corpus; FVA-RAG still reads TruthfulQA)."""
     import pandas as pd
 
     names = selected(only)
-    scale = get_scale(scale)
+    scale = get_scale(scale) if dataset is None else with_overrides(scale, dataset=dataset)
     rows = []
     with isolated_runs(cache_dir() / "doctor"):
         for name in names:
@@ -89,11 +91,11 @@ def run(scale: Scale | str | None = None, only=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main(scale: Scale | str | None = None, only=None) -> int:
+def main(scale: Scale | str | None = None, only=None, dataset: str | None = None) -> int:
     """Print the header, run the checks, print the table, each check's detail and the tally;
     returns how many checks failed."""
     names = selected(only)  # a typo is refused before any work
-    scale = get_scale(scale)
+    scale = get_scale(scale) if dataset is None else with_overrides(scale, dataset=dataset)
     start = time.perf_counter()
     print(header(scale), flush=True)
     table = run(scale, names)

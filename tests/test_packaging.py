@@ -136,13 +136,21 @@ def test_the_installed_wheel_runs_notebook_00_and_the_colab_doctor_from_an_empty
     assert (work / "figures" / "gap_mini.png").exists()  # the notebook's figure, in the user's folder
     # an installed kit finds no ../shared mirror beside a checkout: it is told where the real data is
     env |= colab_standins(tmp_path / "standins") | {"ROBUSTKIT_DATA_DIR": str(data_dir())}
-    doctor = subprocess.run([python, "-m", "robustkit", "doctor", "--scale", "colab"], cwd=work, env=env,
-                            capture_output=True, text=True)
+    before = _files(work)
+    # colab's knobs and models on the teaching set (embedding NQ-open's corpus on CPU adds 3 min)
+    doctor = subprocess.run([python, "-m", "robustkit", "doctor", "--scale", "colab", "--dataset", "mini"],
+                            cwd=work, env=env, capture_output=True, text=True)
     assert doctor.returncode == 0, doctor.stdout[-4000:] + doctor.stderr[-2000:]
     assert "7 passed, 0 failed, 0 skipped" in doctor.stdout
+    assert _files(work) == before  # the doctor trained and wrote only under its own cache folder
     for role in ("generator", "relevance_ce", "nli"):  # the stand-ins played the roles, from their folders
         assert re.search(rf"^ *{role} +\S+@[0-9a-f]{{12}} +folder$", doctor.stdout, re.M), role
     site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip()) / "robustkit"
     assert (site / "_data" / "mini" / "questions.jsonl").exists()
     assert not {"runs", "figures"} & {p.name for p in site.iterdir()}
+
+
+def _files(folder: Path) -> dict[str, float]:
+    """Every file under ``folder`` with its modification time."""
+    return {str(p.relative_to(folder)): p.stat().st_mtime for p in folder.rglob("*") if p.is_file()}
