@@ -206,6 +206,50 @@ def mcnemar(correct_a: Sequence[float], correct_b: Sequence[float]) -> dict[str,
     return {"a_only": a_only, "b_only": b_only, "p_value": p_value}
 
 
+def paired_tests(results, reference: str, *, by: Sequence[str] = (), methods: Sequence[str] | None = None,
+                 unit: str | Sequence[str] = "question_id", outcome: str = "correct"):
+    """Exact McNemar of ``reference`` against every other method, within each group of ``by`` (e.g.
+    dataset), on the questions both answered: one row per comparison with the group, ``n``,
+    ``improvements`` (only the reference right), ``regressions`` (only the other right), ``p``, the
+    p as printed ("< 1e-4") and ``comparisons``, the number of tests in the table (p uncorrected:
+    the reader corrects, e.g. Bonferroni). ``results`` is a tidy table (one row per method and
+    question); ``methods`` picks and orders the others (default: as they appear); a group without
+    the reference is left out. ``unit`` names the question's column (or columns: ``["dataset",
+    "question_id"]`` pools datasets).
+
+    The question is the unit: a method with several rows for one question in a group (e.g. two
+    biased rewrites) is refused — its pairs would not be independent (use a clustered bootstrap)."""
+    import pandas as pd
+
+    units = [unit] if isinstance(unit, str) else list(unit)
+    missing = {*units, outcome, "method", *by} - set(results.columns)
+    if missing:
+        raise ValueError(f"paired_tests needs the column(s) {sorted(missing)}; results has {list(results.columns)}")
+    if reference not in set(results["method"]):
+        raise ValueError(f"reference {reference!r} is not in results (methods: {list(results['method'].unique())})")
+    repeated = results[results.duplicated([*by, *units, "method"], keep=False)]
+    if len(repeated):
+        raise ValueError(f"methods {sorted(repeated['method'].unique())} have several rows per {'/'.join(units)} "
+                         f"{'within ' + ', '.join(by) if by else ''}; a question-level McNemar needs one "
+                         "(use cluster_bootstrap_ci)")
+    groups = results.groupby(list(by), sort=False) if by else [((), results)]
+    rows = []
+    for key, part in groups:
+        wide = part.pivot(index=units, columns="method", values=outcome)
+        if reference not in wide.columns:
+            continue
+        where = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        for other in [m for m in (methods or part["method"].unique()) if m in wide.columns and m != reference]:
+            pair = wide[[reference, other]].dropna()
+            if pair.empty:
+                raise ValueError(f"{reference!r} and {other!r} share no {'/'.join(units)} in {where or 'results'}")
+            test = mcnemar(pair[reference].to_numpy(), pair[other].to_numpy())
+            rows.append({**where, "reference": reference, "vs": other, "n": len(pair),
+                         "improvements": test["a_only"], "regressions": test["b_only"],
+                         "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
+    return pd.DataFrame(rows).assign(comparisons=len(rows))
+
+
 def separation_auc(positive: Sequence[float], negative: Sequence[float]) -> float:
     """P(score of a positive > score of a negative), ties counting half — the ROC AUC as the
     Mann-Whitney U over the pairs (scikit-learn's ``roc_auc_score``); NaN when a side is empty."""

@@ -107,7 +107,7 @@ def test_significance_names_p_below_display_precision():
                          "condition": "biased", "correct": ok})
     tests = ex.significance(pd.DataFrame(rows))
     row = tests.iloc[0]
-    assert row["only reference right"] == 40 and row["only other right"] == 0
+    assert row["improvements"] == 40 and row["regressions"] == 0
     assert row["p"] < 1e-4 and row["p (exact McNemar)"] == "< 1e-4"
 
 
@@ -146,10 +146,10 @@ def _biased_results(correct_by_method: dict[str, list[int]], rewrites_per_questi
 def test_significance_is_question_level_and_names_its_reference():
     results = _biased_results({"corm": [1, 1, 1, 0, 1, 1], "dense": [0, 0, 1, 0, 0, 1]})
     tests = ex.significance(results)
-    assert tests.loc[0, ["reference", "vs", "n", "only reference right", "only other right"]].tolist() \
+    assert tests.loc[0, ["reference", "vs", "n", "improvements", "regressions"]].tolist() \
         == ["corm", "dense", 6, 3, 0]
     assert tests.loc[0, "p"] == pytest.approx(0.25)  # exact: 2 * 0.5**3
-    with pytest.raises(ValueError, match="several biased queries per question"):
+    with pytest.raises(ValueError, match="several rows per question_id"):
         ex.significance(_biased_results({"corm": [1, 0, 1, 0], "dense": [0, 0, 1, 1]}, rewrites_per_question=2))
 
 

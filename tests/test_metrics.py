@@ -299,3 +299,44 @@ def test_separation_auc_counts_ties_half_and_refuses_nan():
     assert np.isnan(separation_auc([], [0.3]))
     with pytest.raises(ValueError, match="NaN"):
         separation_auc([0.2, float("nan")], [0.1])
+
+
+def _tidy(correct_by_method: dict, dataset: str = "nq") -> list[dict]:
+    return [{"dataset": dataset, "question_id": f"q{i}", "method": method, "correct": c}
+            for method, values in correct_by_method.items() for i, c in enumerate(values)]
+
+
+def test_paired_tests_pairs_questions_within_each_group_and_counts_the_comparisons():
+    import pandas as pd
+
+    rows = _tidy({"ref": [1, 1, 1, 0, 1], "a": [0, 0, 1, 0, 1], "b": [1, 1, 1, 1, 1]}, "nq")
+    rows += _tidy({"ref": [0, 0], "b": [1, 1]}, "hotpotqa")
+    rows += _tidy({"a": [1, 0]}, "popqa")  # no reference here: left out
+    tests = metrics.paired_tests(pd.DataFrame(rows), "ref", by=["dataset"], methods=["b", "a"])
+    assert tests[["dataset", "vs", "n", "improvements", "regressions"]].values.tolist() == [
+        ["nq", "b", 5, 0, 1], ["nq", "a", 5, 2, 0], ["hotpotqa", "b", 2, 0, 2]]
+    assert tests["p"].tolist() == pytest.approx([1.0, 0.5, 0.5])  # exact: 2 * 0.5**2 for 2 vs 0
+    assert set(tests["comparisons"]) == {3} and set(tests["reference"]) == {"ref"}
+    # a question one method did not answer is left out of that pair only
+    partial = pd.DataFrame(_tidy({"ref": [1, 1, 0], "a": [0, 0, 0]}) + _tidy({"b": [1]}))
+    assert metrics.paired_tests(partial, "ref").set_index("vs")["n"].to_dict() == {"a": 3, "b": 1}
+    # pooled over datasets: the question is (dataset, question_id)
+    pooled = metrics.paired_tests(pd.DataFrame(rows[:5] + rows[10:]), "ref", methods=["b"],
+                                  unit=["dataset", "question_id"])
+    assert pooled.loc[0, ["n", "regressions"]].tolist() == [7, 3]
+
+
+def test_paired_tests_refuses_what_would_make_pairs_dependent_or_empty():
+    import pandas as pd
+
+    twice = pd.DataFrame(_tidy({"ref": [1, 0], "a": [1, 1]}) + _tidy({"ref": [1]}))
+    with pytest.raises(ValueError, match=r"methods \['ref'\] have several rows per question_id"):
+        metrics.paired_tests(twice, "ref")
+    with pytest.raises(ValueError, match="reference 'corm' is not in results"):
+        metrics.paired_tests(pd.DataFrame(_tidy({"a": [1]})), "corm")
+    with pytest.raises(ValueError, match=r"needs the column\(s\) \['cache'\]"):
+        metrics.paired_tests(pd.DataFrame(_tidy({"ref": [1]})), "ref", by=["cache"])
+    disjoint = pd.DataFrame(_tidy({"ref": [1]}) + [{"dataset": "nq", "question_id": "other", "method": "a",
+                                                    "correct": 1}])
+    with pytest.raises(ValueError, match="'ref' and 'a' share no question_id"):
+        metrics.paired_tests(disjoint, "ref")

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.alignrag import paper
-from robustkit.metrics import bootstrap_ci, format_p, mcnemar
+from robustkit.metrics import bootstrap_ci, format_p, paired_tests
 
 METHODS = ("cot (no retrieval)", "vanilla rag", "self-refine", "frozen critic", "critic w/o ccs",
            "alignrag (cft)", "alignrag (cpo)")
@@ -65,16 +65,7 @@ def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFr
     number of tests run (``comparisons``; the p values are uncorrected)."""
     _check(results)
     last = _final(results)
-    if reference not in set(last["method"]):
-        raise ValueError(f"reference {reference!r} is not in results (methods: {_present(last['method'])})")
-    rows = []
-    for dataset, part in last.groupby("dataset", sort=False):
-        wide = part.pivot(index="question_id", columns="method", values="correct")
-        if reference in wide.columns:
-            rows += [{"dataset": dataset, "reference": reference, "vs": other,
-                      **_paired_test(wide, reference, other, dataset)}
-                     for other in _present(wide.columns) if other != reference]
-    return pd.DataFrame(rows).assign(comparisons=lambda t: len(t))
+    return paired_tests(last, reference, by=["dataset"], methods=_present(last["method"]))
 
 
 def table5(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
@@ -87,7 +78,7 @@ def table5(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
         wide = part.pivot(index="question_id", columns="method", values="correct")
         if {REFERENCE, CPO} <= set(wide.columns):
             acc = {label: _accuracy(wide[m].dropna(), seed) for label, m in (("CFT", REFERENCE), ("CPO", CPO))}
-            test = _paired_test(wide, CPO, REFERENCE, dataset)
+            test = paired_tests(part, CPO, methods=[REFERENCE]).iloc[0]
             rows.append({"dataset": dataset, **{f"{label} {k}": v for label, a in acc.items() for k, v in a.items()
                                                 if k != "n"},
                          "CPO − CFT": acc["CPO"]["accuracy"] - acc["CFT"]["accuracy"], "n": test["n"],
@@ -223,7 +214,7 @@ def findings(results: pd.DataFrame) -> str:
     datasets = last["dataset"].nunique()
     tests = [(what, a, b) for what, a, b in CONTRASTS if {a, b} <= set(wide.columns)]
     for what, a, b in tests:
-        t = _paired_test(wide, a, b, "the pooled datasets")
+        t = paired_tests(last, a, methods=[b], unit=["dataset", "question_id"]).iloc[0]
         pair = wide[[a, b]].dropna()
         diff = 100 * (pair[a].mean() - pair[b].mean())
         verdict = (f"{a} is {'better' if diff > 0 else 'worse'} at the 0.05 level (uncorrected)" if t["p"] < 0.05
@@ -308,15 +299,6 @@ def _accuracy(correct, seed: int) -> dict:
     values = np.asarray(correct, dtype=float)
     low, high = bootstrap_ci(values, seed=seed)
     return {"accuracy": 100 * values.mean(), "CI low": 100 * low, "CI high": 100 * high, "n": len(values)}
-
-
-def _paired_test(wide: pd.DataFrame, a: str, b: str, where: str) -> dict:
-    pair = wide[[a, b]].dropna()
-    if pair.empty:
-        raise ValueError(f"{a!r} and {b!r} share no question on {where}")
-    test = mcnemar(pair[a].to_numpy(), pair[b].to_numpy())
-    return {"n": len(pair), "improvements": test["a_only"], "regressions": test["b_only"],
-            "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])}
 
 
 def _difference_ci(a: np.ndarray, b: np.ndarray, seed: int, n_resamples: int = 2000,

@@ -28,8 +28,8 @@ from robustkit.data.records import PERTURBATION_TYPES, has_answer
 from robustkit.device import cpu_info
 from robustkit.methods import Query
 from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci, excess_aurc,
-                               expected_calibration_error, first_relevant_rank, format_p, mcnemar,
-                               recall_at_k, risk_coverage, threshold_at_coverage)
+                               expected_calibration_error, first_relevant_rank, format_p,
+                               paired_tests, recall_at_k, risk_coverage, threshold_at_coverage)
 
 METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "random": "random order",
                  "warm-start": "warm start (kit)", "relevance-ce": "relevance CE", "pa-ce": "PA-CE",
@@ -223,30 +223,10 @@ def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.Dat
 
 
 def significance(results: pd.DataFrame, reference: str = "corm") -> pd.DataFrame:
-    """Exact McNemar test of the reference method against every other, on the biased questions
-    both answered: the discordant counts (only the reference right / only the other right), n
-    and the p-value, uncorrected for the number of comparisons (one per row).
-
-    The question is the unit: each question must have one biased query (the kit's protocol),
-    else the pairs would not be independent."""
-    keys = ["question_id", "type"]
-    biased = results[results["condition"] == "biased"]
-    repeated = biased.groupby("method")["question_id"].apply(lambda ids: ids.duplicated().any())
-    if repeated.any():
-        raise ValueError(f"methods {sorted(repeated[repeated].index)} have several biased queries per "
-                         "question; a question-level McNemar needs one (use cluster_bootstrap_ci)")
-    ref = biased[biased["method"] == reference].set_index(keys)["correct"].rename("ref")
-    rows = []
-    for method, frame in biased.groupby("method", sort=False):
-        if method == reference:
-            continue
-        pairs = pd.concat([ref, frame.set_index(keys)["correct"].rename("other")], axis=1,
-                          join="inner")
-        test = mcnemar(pairs["ref"].to_numpy(), pairs["other"].to_numpy())
-        rows.append({"reference": reference, "vs": method, "n": len(pairs),
-                     "only reference right": test["a_only"], "only other right": test["b_only"],
-                     "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
-    return pd.DataFrame(rows)
+    """Exact McNemar test of the reference method against every other on the biased queries
+    (``metrics.paired_tests``): improvements, regressions, n, p, uncorrected (one per row). Each
+    question must have one biased query (the kit's protocol), else the pairs are not independent."""
+    return paired_tests(results[results["condition"] == "biased"], reference)
 
 
 def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm", "relevance-ce"),
@@ -371,7 +351,7 @@ def findings(table: pd.DataFrame, tests: pd.DataFrame, coverage: pd.DataFrame, s
              f"uncorrected (with Bonferroni the level would be {0.05 / max(len(tests), 1):.3g})."]
     for _, row in tests.iterrows():
         other = by_key.loc[row["vs"]]
-        better = "better" if row["only reference right"] > row["only other right"] else "worse"
+        better = "better" if row["improvements"] > row["regressions"] else "worse"
         verdict = (f"CoRM significantly {better}" if row["p"] < 0.05
                    else "no significant difference")
         lines.append(f"vs {other['method']}: {other['biased accuracy']:.1f}% biased; "

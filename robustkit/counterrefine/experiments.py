@@ -14,7 +14,7 @@ import pandas as pd
 from robustkit.counterrefine import paper
 from robustkit.counterrefine.pipeline import BASELINE, VARIANTS
 from robustkit.counterrefine.validate import REASONS, cited_snippets
-from robustkit.metrics import bootstrap_ci, format_p, mcnemar, substring_match
+from robustkit.metrics import bootstrap_ci, format_p, mcnemar, paired_tests, substring_match
 
 REFERENCE = "counterrefine"
 OUTCOMES = ("stay correct", "stay wrong", "fixed", "harmed")
@@ -46,16 +46,8 @@ def table4(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
 
 def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
     """Exact McNemar of the reference against every other method on the same questions, per
-    dataset: improvements (only the reference right), regressions (only the other right), p."""
-    rows = []
-    for dataset, frame in results.groupby("dataset", sort=False):
-        wide = frame.pivot(index="question_id", columns="method", values="correct")
-        for other in [m for m in (BASELINE, *VARIANTS) if m in wide.columns and m != reference]:
-            test = mcnemar(wide[reference].to_numpy(), wide[other].to_numpy())
-            rows.append({"dataset": dataset, "reference": reference, "vs": other, "n": len(wide),
-                         "improvements": test["a_only"], "regressions": test["b_only"],
-                         "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
-    return pd.DataFrame(rows).assign(comparisons=lambda t: len(t))
+    dataset (``metrics.paired_tests``): improvements (only the reference right), regressions, p."""
+    return paired_tests(results, reference, by=["dataset"], methods=(BASELINE, *VARIANTS))
 
 
 def transitions(results: pd.DataFrame, method: str = REFERENCE) -> pd.DataFrame:

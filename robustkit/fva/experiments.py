@@ -14,7 +14,7 @@ import pandas as pd
 
 from robustkit.fva import paper
 from robustkit.fva.method import is_falsified
-from robustkit.metrics import bootstrap_ci, format_p, mcnemar, separation_auc
+from robustkit.metrics import bootstrap_ci, format_p, paired_tests, separation_auc
 
 METHOD_LABELS = {"vanilla": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
                  "crag": "CRAG", "fva-rag": "FVA-RAG"}
@@ -55,18 +55,10 @@ def table3(results: pd.DataFrame, dataset: str = "truthfulqa") -> pd.DataFrame:
 
 
 def significance(results: pd.DataFrame, reference: str = "fva-rag") -> pd.DataFrame:
-    """Exact McNemar of the reference against every other method on the same questions, per
-    dataset and cache: improvements (only the reference right), regressions (only the other
-    right), n and p — uncorrected; the number of comparisons is the number of rows."""
-    rows = []
-    for (dataset, cache), frame in results.groupby(["dataset", "cache"], sort=False):
-        wide = frame.pivot(index="question_id", columns="method", values="correct")
-        for other in [m for m in wide.columns if m != reference]:
-            test = mcnemar(wide[reference].to_numpy(), wide[other].to_numpy())
-            rows.append({"dataset": dataset, "cache": cache, "reference": reference, "vs": other,
-                         "n": len(wide), "improvements": test["a_only"], "regressions": test["b_only"],
-                         "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
-    return pd.DataFrame(rows).assign(comparisons=lambda t: len(t))
+    """Exact McNemar of the reference against every other method (alphabetically) on the same
+    questions, per dataset and cache (``metrics.paired_tests``): improvements (only the reference
+    right), regressions, n and p — uncorrected; ``comparisons`` counts the tests."""
+    return paired_tests(results, reference, by=["dataset", "cache"], methods=sorted(results["method"].unique()))
 
 
 def adjudicator_agreement(results: pd.DataFrame, tau: float = paper.TAU) -> pd.DataFrame:
