@@ -56,15 +56,15 @@ def _dispatch(args) -> int:
         scale = config.with_overrides(config.get_scale(args.scale), seed=args.seed)
         check_models(scale)  # every role's model, before any work
         if args.method == "alignrag":
-            from robustkit.alignrag.report import main as alignrag_main
+            from robustkit.alignrag.run import main as alignrag_main
 
             alignrag_main(scale)
         elif args.method == "counterrefine":
-            from robustkit.counterrefine.report import main as counterrefine_main
+            from robustkit.counterrefine.run import main as counterrefine_main
 
             counterrefine_main(scale)
         elif args.method == "fva":
-            from robustkit.fva.run import main as fva_main  # (``fva.run`` is the pipeline's run)
+            from robustkit.fva.run import main as fva_main
 
             fva_main(scale)
         else:

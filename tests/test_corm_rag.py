@@ -4,7 +4,7 @@ import pytest
 from robustkit.baselines import ABSTAIN, FirstStage
 from robustkit.corm import experiments as ex
 from robustkit.corm import settings
-from robustkit.corm.rag import RiskAwareRAG, select_context
+from robustkit.corm.method import RiskAwareRAG, select_context
 from robustkit.data import PERTURBATION_TYPES, Corpus, Passage
 from robustkit.methods import Query
 from robustkit.retrieval import Hit

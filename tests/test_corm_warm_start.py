@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from robustkit.corm.prior import PriorReranker, choose_lambda, interpolate
+from robustkit.corm.method import PriorReranker, choose_lambda, interpolate
 
 
 def test_interpolation_ends_are_the_critic_and_the_first_stage():

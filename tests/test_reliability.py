@@ -14,7 +14,7 @@ from robustkit.artifacts import read_manifest, stage
 from robustkit.baselines import RerankedRAG
 from robustkit.config import get_scale, with_overrides
 from robustkit.corm.config import settings
-from robustkit.corm.rag import RiskAwareRAG
+from robustkit.corm.method import RiskAwareRAG
 from robustkit.crossencoder.groups import split_groups
 from robustkit.crossencoder.loss import make_loss
 from robustkit.data import Corpus, DataError, Misconception, Passage, Question, Rewrite

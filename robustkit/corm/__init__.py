@@ -5,12 +5,13 @@ it into an Evidence Critic, abstain when no candidate is safe.
     perturb.py      §3.1 the Cognitive Perturbation Protocol (three bias types, the adversary)
     teacher.py      §3.2 robustness labels s(x, d)
     groups.py       §3.3 listwise groups (and the relevance CE baseline's, mirroring them)
-    rag.py          §3.4 Algorithm 1, risk-aware RAG with abstention
-    prior.py        the kit's extension: the critic on top of the dense scores
+    method.py       §3.4 Algorithm 1, risk-aware RAG with abstention; the kit's extension, the
+                    critic on top of the dense scores (a retrieval prior)
     pipeline.py     the stages as artifacts under runs/<scale>/corm/
     experiments.py  §4 Table 1, Fig. 3-7 as tidy tables
     kinds.py        claims by passage kind: gold, premise-matching, distractor
     figures.py      those tables drawn beside the paper's numbers (paper.py)
+    run.py          `python -m robustkit run corm`: every table printed, figures saved
     throughput.py   the training loop's speed on GPU / CPU
 
 The Evidence Critic is the kit's cross-encoder (``robustkit.crossencoder``: the model, §3.3's
@@ -20,8 +21,8 @@ kit's relevance cross-encoder (the warm start). Submodules load on first use, so
 """
 import importlib
 
-_SUBMODULES = ("config", "experiments", "figures", "groups", "kinds", "paper", "perturb",
-               "pipeline", "prior", "rag", "teacher", "throughput")
+_SUBMODULES = ("config", "experiments", "figures", "groups", "kinds", "method", "paper", "perturb",
+               "pipeline", "teacher", "throughput")
 _STAGES = ("perturbations", "labels", "labelling_cost", "training_groups", "train_critic",
            "critic_scorer", "training_history", "compare_on_validation", "train_questions",
            "test_set", "export_groups", "warm_start", "warm_start_groups", "warm_start_recipe", "soft_labels",

@@ -22,8 +22,7 @@ from robustkit.baselines import (CrossEncoderReranker, FirstStage, LLMReranker, 
                                  RerankedRAG)
 from robustkit.corm import paper, pipeline
 from robustkit.corm.config import CormConfig, settings
-from robustkit.corm.prior import PriorReranker, choose_lambda
-from robustkit.corm.rag import RiskAwareRAG
+from robustkit.corm.method import PriorReranker, RiskAwareRAG, choose_lambda
 from robustkit.data.records import PERTURBATION_TYPES, has_answer
 from robustkit.device import cpu_info
 from robustkit.methods import Query
@@ -61,7 +60,7 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
     variants through Algorithm 1 (``RiskAwareRAG``, γ = None is forced generation), the
     relevance CE, PA-CE and the kit's relevance warm start (``warm-start``, the init they all
     share) as plain reranked RAG; ``corm-prior``: the critic on top of the dense scores
-    (``corm.prior``, the kit's extension); ``corm-soft``: the critic distilled from the soft
+    (``corm.method``'s retrieval prior, the kit's extension); ``corm-soft``: the critic distilled from the soft
     utility s_soft instead of the 0/1 label (the kit's, same groups count and steps).
     """
     cfg = settings(cfg)
@@ -158,7 +157,7 @@ def gamma_at_coverage(cfg: CormConfig | None, coverage: float = 0.8, variant: st
 
 
 def prior_weight(cfg: CormConfig | None = None, variant: str = "corm") -> tuple[float, pd.DataFrame]:
-    """The retrieval prior's λ (``corm.prior``), chosen on the critic's *validation* questions'
+    """The retrieval prior's λ (``corm.method``), chosen on the critic's *validation* questions'
     biased queries (held-out training questions) over the same M dense candidates as at test:
     the λ whose ranking puts a gold-bearing passage highest (MRR). Returns (λ, MRR per λ).
 

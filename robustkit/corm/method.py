@@ -1,8 +1,20 @@
-"""The kit's extension to CoRM-RAG: the critic's score on top of the retriever's (a retrieval prior).
+"""CoRM-RAG's methods: Algorithm 1 (risk-aware RAG with abstention) and the kit's retrieval prior.
 
-The paper reranks by the critic alone. A critic distilled from tens of groups on a CPU can
-lose what the first stage knows (from the bare bi-encoder init it ranked far below the dense
-retriever it reranks), so the kit also shows the interpolation
+Risk-aware RAG (CoRM-RAG §3.4, Algorithm 1): rerank by the Evidence Critic, abstain when no
+candidate is safe.
+
+    candidates ← Retrieve(x, M)
+    S ← Critic(x, candidates); sort candidates by S, descending
+    if S[0] < γ: return "Abstain: Insufficient reliable evidence", confidence S[0]
+    context ← [dᵢ : S[i] ≥ γ][:C]
+    return Generate(x, context), confidence S[0]
+
+γ = None is forced generation (the top C candidates, whatever their scores): Table 1's setting,
+where Algorithm 1 is exactly ``baselines.RerankedRAG`` with the critic as reranker.
+
+The kit's extension, a retrieval prior: the paper reranks by the critic alone. A critic distilled
+from tens of groups on a CPU can lose what the first stage knows (from the bare bi-encoder init
+it ranked far below the dense retriever it reranks), so the kit also shows the interpolation
 
     score(x, d) = (1 − λ) · zscore(logit S(x, d)) + λ · zscore(dense(x, d))
 
@@ -17,11 +29,40 @@ from typing import Sequence
 
 import numpy as np
 
-from robustkit.baselines import CrossEncoderReranker
+from robustkit.baselines import CrossEncoderReranker, RerankedRAG
 from robustkit.config import check_knob
 
 LAMBDAS = tuple(round(0.1 * i, 1) for i in range(11))
 
+
+class RiskAwareRAG(RerankedRAG):
+    """Algorithm 1 over any retriever, reranker and generator, batched over queries — a ``Method``.
+
+    Args:
+        gamma: the safety threshold γ on the reranker's scores (σ(z) ∈ [0, 1] for the critic);
+            None answers every query (forced generation).
+        Other arguments as ``RerankedRAG`` (the critic is the reranker for CoRM-RAG).
+    """
+
+    def __init__(self, retriever, reranker, generator, corpus, *, gamma: float | None = None, **kwargs):
+        if gamma is not None:  # checked first: nothing is built for a bad threshold
+            check_knob("gamma (None for forced generation)", gamma, low=0, high=1)
+        super().__init__(retriever, reranker, generator, corpus, **kwargs)
+        self.gamma = gamma
+
+    def context(self, ids, scores):
+        return select_context(ids, scores, self.gamma, self.c)
+
+
+def select_context(ranked_ids: Sequence[str], scores: Sequence[float], gamma: float | None,
+                   c: int) -> list[str]:
+    """Algorithm 1's context: candidates with S ≥ γ, best first, at most C; empty = abstain."""
+    if gamma is None:
+        return list(ranked_ids[:c])
+    return [d for d, s in zip(ranked_ids, scores) if s >= gamma][:c]
+
+
+# --- the kit's retrieval prior ------------------------------------------------------------------
 
 def _zscore(values: np.ndarray) -> np.ndarray:
     spread = values.std()
