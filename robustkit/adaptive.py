@@ -28,7 +28,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, spread_latency
+from robustkit.methods import Answer, Query, check_queries, spread_latency
 from robustkit.reader import answer_with_context
 from robustkit.retrieval import split_per_query, top_passages
 
@@ -56,6 +56,7 @@ class SelfRAG:
         self.max_words = max_words or generator.scale.max_passage_words
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
         start = time.perf_counter()
         texts = [q.text for q in queries]
         docs = top_passages(self.retriever, self.corpus, texts, self.k)
@@ -117,6 +118,7 @@ class CRAG:
         self.max_words = max_words or generator.scale.max_passage_words
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
         start = time.perf_counter()
         texts = [q.text for q in queries]
         docs, scores = graded_retrieval(self.retriever, self.corpus, texts, self.k, self.evaluator)

@@ -5,7 +5,9 @@ artifact when its manifest records exactly the inputs asked for (corpus checksum
 model identities, parameters, seed — FVA-RAG's reproducibility checklist) and the artifact's
 bytes still match the checksum recorded there; otherwise it rebuilds it. The manifest is written
 last, so a crash at any point leaves the old artifact, or none — never new bytes under an old
-manifest, nor a mix of two runs.
+manifest, nor a mix of two runs. Processes sharing ``runs/`` (two notebooks, a notebook and
+``make run``) build an artifact one at a time: the builder holds ``<artifact>.lock`` (``locks``),
+and a process that waited for it reuses what it built; reusing a finished artifact takes no lock.
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from robustkit.locks import exclusive
 
 
 def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | None],
@@ -33,25 +37,31 @@ def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | N
         load: ``load(path)`` reads the artifact. It is used after a build too, so a fresh and a
             reused artifact give the same value.
 
-    Returns ``load(path)``.
+    Returns ``load(path)``. One process at a time builds ``path``; another that asks for it
+    meanwhile waits for that one (printing whom it waits for), then reuses its artifact.
     """
     path, inputs = Path(path), _canonical(inputs)
     scratch = path.with_name(path.name + ".partial")
-    if not is_current(path, inputs):
-        if scratch.exists() and _read_or_none(scratch / "inputs.json") != inputs:
-            shutil.rmtree(scratch)  # progress of another run: resuming from it would mix the two
-        scratch.mkdir(parents=True, exist_ok=True)
-        write_json(scratch / "inputs.json", inputs)
-        out = path.with_name(f".{path.name}.new")
-        _remove(out)
-        stats = build(out, scratch) or {}
-        if not out.exists():
-            raise RuntimeError(f"stage {path.name}: build finished without writing its artifact")
-        manifest_path(path).unlink(missing_ok=True)  # the old manifest never vouches for new bytes
-        _replace(out, path)
-        write_json(manifest_path(path), {"inputs": inputs, "sha256": checksum(path), "stats": stats,
-                                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-    shutil.rmtree(scratch, ignore_errors=True)
+    # Reuse reads only, so it takes no lock. Scratch beside a current artifact is cleared under
+    # the lock: it is a crashed run's leftover, or the progress of a process building other inputs.
+    if is_current(path, inputs) and not scratch.exists():
+        return load(path)
+    with exclusive(path, f"building {path}"):
+        if not is_current(path, inputs):  # checked again: the holder we waited for may have built it
+            if scratch.exists() and _read_or_none(scratch / "inputs.json") != inputs:
+                shutil.rmtree(scratch)  # progress of another run: resuming from it would mix the two
+            scratch.mkdir(parents=True, exist_ok=True)
+            write_json(scratch / "inputs.json", inputs)
+            out = path.with_name(f".{path.name}.new")
+            _remove(out)  # a killed builder's partial output is never used
+            stats = build(out, scratch) or {}
+            if not out.exists():
+                raise RuntimeError(f"stage {path.name}: build finished without writing its artifact")
+            manifest_path(path).unlink(missing_ok=True)  # the old manifest never vouches for new bytes
+            _replace(out, path)
+            write_json(manifest_path(path), {"inputs": inputs, "sha256": checksum(path), "stats": stats,
+                                             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        shutil.rmtree(scratch, ignore_errors=True)
     return load(path)
 
 

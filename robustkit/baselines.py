@@ -16,7 +16,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, spread_latency
+from robustkit.methods import Answer, Query, check_queries, spread_latency
 from robustkit.reader import answer_with_context
 from robustkit.retrieval import split_per_query
 
@@ -156,6 +156,7 @@ class RerankedRAG:
         return list(ids[:self.c])
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
         start = time.perf_counter()
         answers = []
         for query, (ids, scores) in zip(queries, self.rank([q.text for q in queries])):

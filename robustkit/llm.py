@@ -1,8 +1,7 @@
 """One generator wrapper over transformers: chat templates, batched greedy decoding, a call cache.
 
-Every call is keyed by (model id, dtype, rendered prompt, decoding parameters) in an SQLite
-file (WAL mode: concurrent readers, and a crash loses at most the batch in flight — each batch
-is committed as one transaction, so no entry is ever half-written). The model is loaded lazily,
+Every call goes through the call cache (``robustkit.callcache``), keyed by model, dtype, rendered
+prompt and decoding parameters. The model is loaded lazily,
 so replaying a fully cached run never touches the weights, and once per process: generators for
 several roles (reader, teacher, adversary) that name the same model share one copy.
 
@@ -13,52 +12,20 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import sqlite3
 import time
-from pathlib import Path
 from typing import Sequence
 
 from tqdm.auto import tqdm
 
 from robustkit import prefix
-from robustkit.config import Scale, announce_long_work, cache_dir, get_scale, show_progress
-from robustkit.device import model_dtype, pick_device
-from robustkit.models import ModelSpec, resolve_model
+from robustkit.callcache import CallCache
+from robustkit.config import Scale, announce_long_work, cache_dir, check_knob, get_scale, show_progress
+from robustkit.device import DTYPES, model_dtype, pick_device
+from robustkit.models import ModelSpec, auto_config, resolve_model
 from robustkit.weights import fp16_dtype, load_causal_lm, load_tokenizer, weights_dir
 
 Prompt = str | list[dict]
 DEFAULT_SYSTEM = "You are a concise assistant. Answer with a short phrase."
-
-
-class CallCache:
-    """A persistent map from call keys to generated texts (SQLite, WAL journal)."""
-
-    def __init__(self, path: str | Path | None = None):
-        self.path = Path(path or cache_dir() / "llm_calls.sqlite")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, "
-                         "prompt TEXT, params TEXT, output TEXT, created REAL)")
-        self._db.commit()
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        found = {}
-        for start in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
-            chunk = list(keys[start:start + 500])
-            marks = ",".join("?" * len(chunk))
-            found.update(self._db.execute(
-                f"SELECT key, output FROM calls WHERE key IN ({marks})", chunk).fetchall())
-        return found
-
-    def put_many(self, rows: Sequence[tuple[str, str, str, str, str]]) -> None:
-        """Insert (key, model, prompt, params, output) rows in one transaction."""
-        with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?, ?, ?, ?, ?)",
-                                 [(*row, time.time()) for row in rows])
-
-    def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
 
 class Generator:
@@ -75,6 +42,11 @@ class Generator:
                  dtype: str | None = None, device: str | None = None,
                  batch_size: int | None = None, system_prompt: str | None = DEFAULT_SYSTEM,
                  share_prefixes: bool = True, reserve_cache: bool = True):
+        if dtype is not None and dtype not in DTYPES:
+            raise ValueError(f"dtype={dtype!r} is not one of {DTYPES}; pass one of them, or leave it "
+                             "out for the device's default")
+        if batch_size is not None:
+            check_knob("batch_size", batch_size, integer=True, low=1)
         self.scale = get_scale(scale)
         self.spec = spec or resolve_model(role, self.scale)
         self.device = pick_device(device)
@@ -144,12 +116,13 @@ class Generator:
             batch_size: prompts per forward pass (default: the scale's).
             progress: show a progress bar (default: when more than one batch is needed).
         """
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        check_knob("max_new_tokens", max_new_tokens, integer=True, low=1)
+        _check_strings("stop", stop, 'e.g. stop=("\\n",) ends at a line break; stop=() decodes up '
+                                     "to max_new_tokens")
         params = {"max_new_tokens": max_new_tokens, "stop": list(stop), "decoding": "greedy"}
         return self._cached_map(prompts, params,
                                 lambda ids, groups: self._decode(ids, groups, max_new_tokens, stop),
-                                batch_size, progress, desc, store=str, load=str)
+                                batch_size, progress, desc, store=str, load=str, new_tokens=max_new_tokens)
 
     def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str] = ("yes", "no"),
                              *, batch_size: int | None = None, progress: bool | None = None,
@@ -158,6 +131,8 @@ class Generator:
 
         Each option is scored by its first token, so options must differ in their first token.
         """
+        _check_call(prompts, batch_size)
+        _check_strings("options", options, 'e.g. options=("yes", "no")')
         first = [self.tokenizer(o, add_special_tokens=False)["input_ids"][0] for o in options]
         if len(set(first)) != len(first):
             raise ValueError(f"options {list(options)} share a first token; they cannot be told apart")
@@ -186,7 +161,7 @@ class Generator:
         """
         import torch
 
-        _check_prompts(prompts)
+        _check_call(prompts, batch_size)
         if isinstance(continuations, str):
             raise TypeError("continuations must be a list of strings, not a single str; wrap it in a list")
         if len(continuations) != len(prompts):
@@ -243,15 +218,16 @@ class Generator:
                                 store=json.dumps, load=json.loads)
 
     def _cached_map(self, prompts, params: dict, compute, batch_size, progress, desc, *,
-                    store, load) -> list:
+                    store, load, new_tokens: int = 0) -> list:
         """Apply ``compute`` (token ids, groups of prompts sharing a prefix -> one output per
-        prompt, in group order) batch by batch, through the cache.
+        prompt, in group order) batch by batch, through the cache. ``compute`` adds up to
+        ``new_tokens`` tokens to each prompt, which with them must fit the model's positions.
 
         Prompts that share a long token prefix (a passage asked several questions) are batched
         together and their prefix is computed once (``robustkit.prefix``). Each finished batch is
         committed at once, so an interruption keeps every finished batch.
         """
-        _check_prompts(prompts)
+        _check_call(prompts, batch_size)
         if not prompts:
             return []
         params = json.dumps({**params, "dtype": self.dtype}, sort_keys=True)
@@ -264,6 +240,7 @@ class Generator:
         self.misses += len(todo)
         batch_size = batch_size or self.batch_size
         token_ids = self.tokenizer([t for _, t in todo], add_special_tokens=False)["input_ids"] if todo else []
+        self._check_context(token_ids, lambda i: keys.index(todo[i][0]), new_tokens)
         show = (progress if progress is not None else len(todo) > batch_size) and show_progress()
         started = time.perf_counter()
         with tqdm(total=len(todo), desc=desc, disable=not show) as bar:
@@ -280,6 +257,21 @@ class Generator:
                     announce_long_work(f"{desc} ({self.model_id})", len(members), len(todo),
                                        time.perf_counter() - started, "prompts")
         return [done[k] for k in keys]
+
+    def _check_context(self, token_ids, position, new_tokens: int) -> None:
+        """Refuse the call, before any of it is decoded, if a prompt does not fit the model's trained
+        positions: beyond them its output is noise, and truncating would cut passages or the question
+        unseen. ``position(i)``: the caller's index of the i-th prompt."""
+        limit = getattr(auto_config(weights_dir(self.spec, self.dtype)), "max_position_embeddings", None)
+        over = [i for i, ids in enumerate(token_ids) if limit and len(ids) + new_tokens > limit]
+        if over:
+            raise ValueError(
+                f"prompt {position(over[0])} is {len(token_ids[over[0]]):,} tokens"
+                + (f", plus up to {new_tokens} new ones," if new_tokens else "")
+                + f" more than the {limit:,} positions {self.model_id} reads (max_position_embeddings)"
+                + (f" ({len(over)} prompts of this call are too long)" if len(over) > 1 else "")
+                + "; give it fewer passages or shorter ones (max_words, or the scale's max_passage_words: "
+                f"{self.scale.max_passage_words} at {self.scale.name!r})")
 
     def _option_probs(self, token_ids, groups, option_ids: list[int]) -> list[list[float]]:
         import torch
@@ -308,17 +300,36 @@ class Generator:
         return [_cut_at_stop(c, stop).strip() for c in completions]
 
 
-def _check_prompts(prompts) -> None:
+def _check_call(prompts, batch_size: int | None) -> None:
+    """What every call shares; each prompt must ask something (an empty one is answered all the same)."""
+    if batch_size is not None:
+        check_knob("batch_size", batch_size, integer=True, low=1)
     if isinstance(prompts, (str, dict)):
         raise TypeError("prompts must be a list of prompts, not a single "
                         f"{type(prompts).__name__}; wrap it in a list")
     for i, prompt in enumerate(prompts):
         if isinstance(prompt, str):
-            continue
-        if isinstance(prompt, list) and all(isinstance(m, dict) and "content" in m for m in prompt):
-            continue
-        raise TypeError(f"prompt {i} is a {type(prompt).__name__} ({prompt!r:.60}); expected a str "
-                        "or a list of chat messages")
+            if not prompt.strip():
+                raise ValueError(f"prompt {i} is empty ({prompt!r}); drop it or give it a question")
+        elif isinstance(prompt, list) and all(isinstance(m, dict) and "role" in m and
+                                              isinstance(m.get("content"), str) for m in prompt):
+            if not any(m["content"].strip() for m in prompt if m["role"] != "system"):
+                raise ValueError(f"prompt {i} has no user or assistant message with any content "
+                                 f"({prompt!r:.80}); drop it or give it a question")
+        else:
+            raise TypeError(f"prompt {i} is a {type(prompt).__name__} ({prompt!r:.60}); expected a str "
+                            "or a list of chat messages ({'role': ..., 'content': str})")
+
+
+def _check_strings(name: str, strings, fix: str) -> None:
+    """``strings`` must be a list of non-empty strs (a bare str would be split into characters)."""
+    if isinstance(strings, str) or not isinstance(strings, Sequence):
+        raise TypeError(f"{name} must be a list of strings, got a {type(strings).__name__} ({strings!r:.60})"
+                        + ("; wrap it in a list" if isinstance(strings, str) else ""))
+    for i, text in enumerate(strings):
+        if not isinstance(text, str) or not text:
+            error = ValueError if text == "" else TypeError
+            raise error(f"{name}[{i}] must be a non-empty str, got {text!r}; {fix}")
 
 
 def _key(model_id: str, rendered: str, params: str) -> str:

@@ -57,6 +57,19 @@ class Method(Protocol):
     def answer(self, queries: Sequence[Query]) -> list[Answer]: ...
 
 
+def check_queries(queries: Sequence[Query]) -> list[Query]:
+    """``queries`` as a list of ``Query``, or a TypeError naming what was passed instead: every
+    ``Method.answer`` calls it first, so a bare string is refused before any retrieval."""
+    if isinstance(queries, (str, Query)):
+        raise TypeError(f"answer() takes a list of Query, got one {type(queries).__name__} ({queries!r:.60}); "
+                        "wrap it: [Query(id, question_id, text)], or build them with queries_from(table)")
+    queries = list(queries)
+    for i, query in enumerate(queries):
+        if not isinstance(query, Query):
+            raise TypeError(f"query {i} is a {type(query).__name__} ({query!r:.60}), expected a Query")
+    return queries
+
+
 def spread_latency(answers: Sequence[Answer], start: float) -> None:
     """Give each answer of a batch its share of the batch's wall time since ``start``
     (``time.perf_counter()``): methods batch their model calls, so per-query time is an average."""

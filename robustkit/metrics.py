@@ -25,9 +25,10 @@ from robustkit.data.records import contains_answer, normalize_answer
 
 
 def exact_match(prediction: str, answers: Iterable[str]) -> float:
-    """1.0 when the normalised prediction equals a normalised gold answer."""
+    """1.0 when the normalised prediction equals a normalised gold answer. A gold answer that
+    normalises to nothing ('---', 'A+') matches nothing: else an empty reply would be right."""
     pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(a) for a in _gold_answers(answers)))
+    return float(any(pred == gold for gold in map(normalize_answer, _gold_answers(answers)) if gold))
 
 
 def token_f1(prediction: str, answers: Iterable[str]) -> float:

@@ -12,8 +12,9 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from robustkit.config import Scale, cache_dir, check_knob, get_scale, quiet_model_loading
-from robustkit.data.records import Corpus, Passage
+from robustkit.data.records import Corpus, DataError, Passage
 from robustkit.device import pick_device
+from robustkit.locks import exclusive
 from robustkit.models import ModelSpec, resolve_model
 
 
@@ -40,12 +41,17 @@ class BM25Retriever:
 
         self.corpus = corpus
         self._bm25s = bm25s
+        tokens = bm25s.tokenize([p.content for p in corpus], stopwords="en", show_progress=False)
+        if not tokens.vocab:  # bm25s would fail on an empty vocabulary with a bare max() error
+            raise DataError(f"corpus {corpus.name!r}: none of its {len(corpus)} passages has a word BM25 can index "
+                            "(each is empty, punctuation or English stop words); check the passages' text")
         self.index = bm25s.BM25()
-        self.index.index(bm25s.tokenize([p.content for p in corpus], stopwords="en",
-                                        show_progress=False), show_progress=False)
+        self.index.index(tokens, show_progress=False)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         k = _check_search(queries, k, self.corpus)
+        if not queries:  # as generate([]): nothing asked, nothing found
+            return []
         tokens = self._bm25s.tokenize(list(queries), stopwords="en", show_progress=False)
         docs, scores = self.index.retrieve(tokens, k=k, show_progress=False, n_threads=1)
         return [[Hit(self.corpus.passages[d].id, float(s), r)
@@ -104,6 +110,8 @@ class DenseRetriever:
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         k = _check_search(queries, k, self.corpus)
+        if not queries:  # as generate([]): nothing asked, nothing found
+            return []
         scores, docs = self.index.search(self.embed(queries), k)
         return [[Hit(self.corpus.passages[d].id, float(s), r)
                  for r, (d, s) in enumerate(zip(row_d, row_s))] for row_d, row_s in zip(docs, scores)]
@@ -117,11 +125,13 @@ class DenseRetriever:
         path = cache_dir() / "embeddings" / name
         if path.exists():
             return np.load(path)
-        vectors = self.embed([p.content for p in self.corpus])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.stem + ".tmp.npy")
-        np.save(tmp, vectors)
-        tmp.replace(path)
+        with exclusive(path, f"embedding {len(self.corpus)} passages of {self.corpus.name!r}"):
+            if path.exists():  # the process we waited for embedded them
+                return np.load(path)
+            vectors = self.embed([p.content for p in self.corpus])
+            tmp = path.with_name(path.stem + ".tmp.npy")  # ours alone: we hold the lock
+            np.save(tmp, vectors)
+            tmp.replace(path)
         return vectors
 
 
@@ -148,6 +158,8 @@ class ScopedRetriever:
         _check_search(queries, k, self.corpus)
         if len(question_ids) != len(queries):
             raise ValueError(f"{len(question_ids)} question ids but {len(queries)} queries")
+        if not queries:
+            return []
         unknown = sorted({q for q in question_ids if q not in self._rows})
         if unknown:
             raise KeyError(f"no passage scope for question(s) {unknown[:3]}")
@@ -184,6 +196,8 @@ class HybridRetriever:
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         k = _check_search(queries, k, self.corpus)
+        if not queries:  # as generate([]): nothing asked, nothing found
+            return []
         depth = min(max(k, self.depth), len(self.corpus))
         runs = [r.search(queries, depth) for r in self.retrievers]
         fused = []

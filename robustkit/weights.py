@@ -11,12 +11,14 @@ every model is admitted to ``device.GPU_MEMORY``, which releases the least recen
 when room is short and names the model and the memory when it cannot fit.
 
 SmolLM2-135M ships as a GGUF file; transformers de-quantises it once (~15 s) and the kit keeps a
-safetensors copy in the cache directory, so later loads take about a second.
+safetensors copy in the cache directory, so later loads take about a second. One process at a
+time converts (``locks``); another that asks meanwhile waits for it and reads its copy.
 """
 from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from tqdm.auto import tqdm
 from robustkit.artifacts import atomic_write_text
 from robustkit.config import cache_dir, quiet_model_loading, show_progress
 from robustkit.device import GPU_MEMORY, gpu
+from robustkit.locks import exclusive
 from robustkit.models import ModelSpec, auto_config, parameter_count
 
 
@@ -113,12 +116,33 @@ def weights_dir(spec: ModelSpec, dtype: str) -> str:
     if not spec.gguf_file:
         return spec.path
     target = cache_dir() / "models" / f"{spec.name.replace('/', '--')}-{dtype}"
-    if not (target / "config.json").exists():
-        _convert_gguf(spec, dtype, target)
+    if not (target / "config.json").exists():  # a finished copy is read without the lock
+        with exclusive(target, f"converting {spec.gguf_file} to {target}"):
+            if not (target / "config.json").exists():  # the holder we waited for may have converted it
+                _convert_gguf(spec, dtype, target)
     return str(target)
 
 
 def _convert_gguf(spec: ModelSpec, dtype: str, target: Path) -> None:
+    """Convert into a folder of this process's own, then rename it into place: a half-written
+    copy is never mistaken for a finished one, and never shared with another converter."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # a killed converter's folders: no other converter is at work, as this process holds the lock
+    for leftover in target.parent.glob(f".{target.name}.*.tmp"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    tmp.chmod(0o755)  # mkdtemp makes a private folder; the copy keeps the usual permissions
+    try:
+        _dequantise(spec, dtype, tmp)
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _dequantise(spec: ModelSpec, dtype: str, out: Path) -> None:
+    """The heavy part: read the GGUF, de-quantise it and save a plain ``dtype`` copy to ``out``."""
     from functools import partial
     from unittest import mock
 
@@ -137,11 +161,7 @@ def _convert_gguf(spec: ModelSpec, dtype: str, target: Path) -> None:
     del config.quantization_config  # a plain model: transformers refuses to save a GGUF-tagged one
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(quantised.state_dict())
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    plain.to(getattr(torch, dtype)).save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)  # atomic: a half-written copy is never mistaken for a finished one
+    plain.to(getattr(torch, dtype)).save_pretrained(out)
+    tokenizer.save_pretrained(out)
 
 

@@ -15,10 +15,11 @@ from robustkit.baselines import RerankedRAG
 from robustkit.config import get_scale, with_overrides
 from robustkit.corm.config import settings
 from robustkit.corm.method import RiskAwareRAG
+from robustkit.corm.teacher import robustness
 from robustkit.crossencoder.groups import split_groups
 from robustkit.crossencoder.loss import make_loss
 from robustkit.data import Corpus, DataError, Misconception, Passage, Question, Rewrite
-from robustkit.retrieval import build_retriever
+from robustkit.retrieval import BM25Retriever, build_retriever
 
 NAN = float("nan")
 
@@ -95,6 +96,17 @@ BAD_INPUTS = [
      ValueError, "val_fraction"),
     ("one question to split", lambda: split_groups([{"question_id": "a"}]), ValueError, "2 questions"),
     ("an unknown retriever", lambda: build_retriever("splade", U), ValueError, "splade"),
+    # the second ring: what used to pass and turn into a wrong result, or a library's raw error
+    ("an empty gold answer", lambda: Question("q1", "who?", ("Octavian", " ")), ValueError, "answer 1 is empty"),
+    ("a label without outcomes", lambda: robustness({"key": "q1|p-1", "outcomes": []}), ValueError,
+     "'q1|p-1' has no outcomes"),
+    ("a bare string to answer()", lambda: RerankedRAG(U, U, U, U, name="dense").answer("who wrote hamlet"), TypeError,
+     "got one str ('who wrote hamlet')"),
+    ("strings to answer()", lambda: RerankedRAG(U, U, U, U, name="dense").answer(["who wrote hamlet"]), TypeError,
+     "query 0 is a str"),
+    ("a corpus BM25 cannot index", lambda: BM25Retriever(Corpus([Passage("p", "", "...!"), Passage("q", "", "the")],
+                                                               name="marks")),
+     DataError, "corpus 'marks': none of its 2 passages has a word BM25 can index"),
 ]
 
 
@@ -161,7 +173,7 @@ def test_cli_names_a_truncated_groups_file(tmp_path):
     out = subprocess.run([sys.executable, "-m", "robustkit.corm", "train", "--groups", str(groups),
                           "--init", "x", "--out", str(tmp_path / "out")],
                          capture_output=True, text=True)
-    assert out.returncode == 1 and f"{groups}:2: malformed JSON" in out.stderr
+    assert out.returncode == 2 and f"{groups}:2: malformed JSON" in out.stderr
     assert "Traceback" not in out.stderr and not (tmp_path / "out").exists()
 
 
@@ -330,3 +342,33 @@ def test_critic_training_interrupted_resumes_to_the_same_weights(tmp_path, monke
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     histories = [(tmp_path / d / "model" / "history.jsonl").read_text() for d in ("whole", "resumed")]
     assert histories[0] == histories[1]
+
+
+def test_an_answer_that_normalises_to_nothing_matches_nothing_and_is_reported(capsys):
+    from robustkit.data.benchmarks import Dataset
+
+    assert metrics.exact_match("", ["---"]) == 0.0 and metrics.exact_match("---", ["---"]) == 0.0
+    assert metrics.exact_match("AB", ["A+", "AB+"]) == 1.0  # the alias that survives still counts
+    questions = [Question("q1", "who?", ("---",)), Question("q2", "who?", ("Octavian",))]
+    assert Dataset("mine", "test", questions, "here", "x").unscorable == 1
+    assert "mine test: 1 of 2 questions have no gold answer left after SQuAD normalisation (q1 ['---'])" \
+        in capsys.readouterr().out
+
+
+def test_no_queries_find_nothing_without_touching_a_model():
+    import numpy as np
+
+    from robustkit.retrieval import DenseRetriever, HybridRetriever
+
+    corpus = Corpus([Passage("p", "", "Octavian became Augustus."), Passage("q", "", "Rome burned.")])
+    dense = DenseRetriever(corpus, U, embeddings=np.eye(2, dtype=np.float32))  # U: any encoding fails
+    for retriever in (BM25Retriever(corpus), dense, HybridRetriever(corpus, dense=dense)):
+        assert retriever.search([], 2) == []
+
+
+def test_a_false_premise_without_a_wrong_answer_is_refused_before_the_adversary_runs():
+    from robustkit.corm.perturb import synthesize
+
+    alone = [Question("q1", "Who founded Rome?", ("Romulus",))]
+    with pytest.raises(ValueError, match="question 'q1': a false-premise rewrite needs a wrong answer"):
+        synthesize(alone, U, k=3)  # U: the adversary is never asked

@@ -24,7 +24,7 @@ from typing import Sequence
 
 from robustkit.alignrag.critique import CRITIQUE_HEAD, Rationale
 from robustkit.data import Corpus, Passage
-from robustkit.methods import Answer, Query, spread_latency
+from robustkit.methods import Answer, Query, check_queries, spread_latency
 from robustkit.reader import clip_words
 from robustkit.retrieval import search_for
 
@@ -121,6 +121,7 @@ def align(refiners: Sequence[AlignRAG], queries: Sequence[Query]) -> dict[str, l
     one generator call for all refiners. Returns each refiner's answers by name."""
     if not refiners:
         return {}
+    queries = check_queries(queries)
     first = refiners[0]
     shared = ("retriever", "generator", "corpus", "k", "max_words", "budgets")
     for other in refiners[1:]:
@@ -197,6 +198,7 @@ class ChainOfThought:
         self.budgets = dict(rationale_tokens=rationale_tokens, answer_tokens=answer_tokens)
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
         start = time.perf_counter()
         ys = reason(self.generator, [[{"role": "user", "content": CLOSED_BOOK.format(question=q.text)}]
                                      for q in queries], [q.text for q in queries], None, **self.budgets,

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 from robustkit.artifacts import atomic_write_text
-from robustkit.crossencoder.groups import split_groups
+from robustkit.crossencoder.groups import check_groups, split_groups
 
 
 def main(argv=None) -> None:
     try:
         _main(argv)
     except (ValueError, TypeError, FileNotFoundError) as err:  # DataError is a ValueError
-        raise SystemExit(f"python -m robustkit.corm: error: {err}") from None
+        # a bad argument or input file: status 2, as argparse's own refusals and ``python -m robustkit``
+        print(f"python -m robustkit.corm: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def _main(argv) -> None:
@@ -56,12 +59,18 @@ def _main(argv) -> None:
         if args.out:
             atomic_write_text(args.out, json.dumps(results, indent=2))
         return
-    from robustkit.crossencoder.train import pass_budget, train
-
-    if args.val_groups:
-        val = _read_groups(args.val_groups)
-    else:
+    val = _read_groups(args.val_groups) if args.val_groups else None
+    for path, checked, what in ((args.groups, groups, "training group"),
+                                (args.val_groups, val, "validation group")):
+        try:
+            if checked is not None:
+                check_groups(checked, what, by_question=val is None)
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+    if val is None:
         groups, val = split_groups(groups, seed=args.seed)
+    from robustkit.crossencoder.train import pass_budget, train  # torch, once the groups are known good
+
     start = time.perf_counter()
     history = train(groups, val, init=args.init, out_dir=args.out, loss=args.loss, tau=args.tau,
                     epochs=args.epochs, lr=args.lr, batch_groups=args.batch_groups,

@@ -30,7 +30,8 @@ def build_groups(labels: Sequence[dict], perturbations: Sequence[dict], texts: d
         perturbations: adversary records (question_id, k, type, text).
         texts: doc id → passage text shown to the critic.
         n_negatives: N.
-        k_prime: use only the first K′ perturbations and recompute s from them (Fig. 6).
+        k_prime: use only the first K′ perturbations (1..K) and recompute s from them (Fig. 6);
+            None: all K.
         drop_type: leave out one perturbation type, upsampling the rest to the same number of
             groups (Fig. 5).
 
@@ -41,9 +42,12 @@ def build_groups(labels: Sequence[dict], perturbations: Sequence[dict], texts: d
     if not labels:
         raise ValueError("empty label pool: no teacher records to build groups from")
     k_all = max(len(r["outcomes"]) for r in labels)
-    k_use = k_prime or k_all
-    if not 1 <= k_use <= k_all:
-        raise ValueError(f"K' must be in 1..{k_all}, got {k_prime}")
+    # None means all K; 0 is refused, not read as "all" (it would silently train on every rewrite)
+    if k_prime is not None and (isinstance(k_prime, bool) or not isinstance(k_prime, int)
+                                or not 1 <= k_prime <= k_all):
+        raise ValueError(f"K' must be in 1..{k_all}, got k_prime={k_prime!r}: k_prime uses the first K' "
+                         f"perturbations of the {k_all}; pass None for all of them")
+    k_use = k_all if k_prime is None else k_prime
     rng = random.Random(seed)
     by_question = _by_question(labels)
     groups, stats = [], {"slots": 0, "skipped (no positive)": 0, "short of N negatives": 0}

@@ -206,6 +206,11 @@ def plan_attempts(question: Question, kind: str, sub: str, pool: dict, rng: rand
     if not candidates:  # a type with a single member: fall back to any other answer
         candidates = [a for answers in pool.values() for a in answers
                       if not contains_answer(a, question.answers)]
+    if not candidates and kind == FALSE_PREMISE:  # refused before any adversary call
+        raise ValueError(f"question {question.id!r}: a false-premise rewrite needs a wrong answer y′ from another "
+                         f"question, and the pool ({sum(map(len, pool.values()))} answers) holds none that differs "
+                         f"from {question.answer!r}; perturb at least two questions with different answers, or "
+                         "pass pool_questions")
     plans = []
     for attempt in range(retries):
         plans.append({"type": kind, "subtemplate": sub,
@@ -238,6 +243,8 @@ def example_prompt(questions: Sequence[Question], kind: str = FALSE_PREMISE, see
     """The adversary's messages for the first question's first attempt at ``kind``, as text."""
     if kind not in SUBTEMPLATES:
         raise ValueError(f"unknown perturbation type {kind!r}; expected one of {PERTURBATION_TYPES}")
+    if not questions:
+        raise ValueError("example_prompt needs at least one question, got none")
     plan = plan_attempts(questions[0], kind, SUBTEMPLATES[kind][0], typed_pool(questions),
                          random.Random(seed), retries=1)[0]
     return "\n".join(f"--- {m['role']}\n{m['content']}" for m in adversary_prompt(questions[0], plan))

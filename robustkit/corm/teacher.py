@@ -110,6 +110,9 @@ def answer_likelihoods(labels: Sequence[dict], questions: Sequence[Question],
 
 def robustness(record: dict, k: int | None = None) -> float:
     """s(x, d) from the first ``k`` perturbations (all K by default)."""
+    if not record.get("outcomes"):
+        raise ValueError(f"label {record.get('key', record)!r:.80} has no outcomes: s(x, d) averages the "
+                         "teacher's verdicts over K ≥ 1 perturbations")
     if k is not None and not 1 <= k <= len(record["outcomes"]):
         raise ValueError(f"K' must be in 1..{len(record['outcomes'])}, got {k}")
     outcomes = record["outcomes"][:k]

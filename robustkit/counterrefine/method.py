@@ -30,7 +30,7 @@ from robustkit.counterrefine.config import CITABLE, DECODINGS
 from robustkit.counterrefine.validate import (Refinement, canonical, parse_refinement, question_type,
                                               validate)
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, spread_latency
+from robustkit.methods import Answer, Query, check_queries, spread_latency
 from robustkit.reader import answer_with_context
 from robustkit.retrieval import search_for
 
@@ -87,6 +87,7 @@ class CounterRefine:
         self.draft_tokens, self.refine_tokens = draft_tokens, refine_tokens
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
         start = time.perf_counter()
         texts, ids = [q.text for q in queries], [q.question_id for q in queries]
         drafted = self._retrieve(ids, texts, self.k)  # retrieval call 1

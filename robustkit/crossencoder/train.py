@@ -1,9 +1,10 @@
 """Training the kit's cross-encoder with Accelerate: one loop for CPU and GPU.
 
 AdamW (weight decay 0.01) with a cosine schedule and linear warm-up over listwise groups
-(``{query, docs, labels}``: CoRM's teacher groups, ``crossencoder.groups``' alias groups), a loss
-from ``crossencoder.loss``, held-out NDCG@3 / MRR each epoch, a checkpoint per epoch that a
-rerun resumes from. fp32 on a CPU; on a GPU the device's mixed precision (``device.mixed_precision``:
+(``{query, docs, labels}``: CoRM's teacher groups, ``crossencoder.groups``' alias groups; checked
+first, ``check_groups``), a loss from ``crossencoder.loss``, held-out NDCG@3 / MRR each epoch, a
+checkpoint per epoch that a rerun resumes from (renamed into place once whole, checked before it
+is loaded). fp32 on a CPU; on a GPU the device's mixed precision (``device.mixed_precision``:
 bf16 autocast, or fp16 autocast with Accelerate's gradient scaler on a T4) over fp32 master
 weights, a loss that stays non-finite stops with the fix, and a batch runs in as many passes as
 the GPU's free memory needs (``pass_budget``); several GPUs unchanged:
@@ -15,9 +16,13 @@ This module imports only torch, transformers and accelerate (plus the kit's ligh
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
+import re
+import shutil
 import sys
 import time
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -28,6 +33,7 @@ from tqdm.auto import tqdm
 
 from robustkit.artifacts import JsonlLog
 from robustkit.config import announce_long_work, check_knob, show_progress
+from robustkit.crossencoder.groups import check_groups
 from robustkit.crossencoder.loss import make_loss
 from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
 from robustkit.data.records import write_jsonl
@@ -62,6 +68,8 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
 
     _check_hparams(epochs=epochs, lr=lr, batch_groups=batch_groups, grad_accum=grad_accum,
                    weight_decay=weight_decay, warmup=warmup, max_length=max_length)
+    check_groups(groups, "training group")
+    check_groups(val_groups, "validation group")
     if max_pairs is not None:
         check_knob("max_pairs", max_pairs, integer=True, low=1)
         print(f"[robustkit] cross-encoder training: batches above {max_pairs} pairs run as "
@@ -114,8 +122,7 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
         if accelerator.is_main_process:
             history.extend(rows)
         if epoch < epochs - 1:  # the last epoch ends in the saved model: no state to resume from
-            accelerator.save_state(out_dir / "checkpoints" / f"epoch-{epoch}")
-            _prune_checkpoints(out_dir, keep=epoch)
+            _save_checkpoint(accelerator, out_dir, epoch)
     rows = [history.records[k] for k in sorted(history.records, key=_history_order)]
     if accelerator.is_main_process:
         accelerator.unwrap_model(model).save(model_dir)
@@ -279,20 +286,86 @@ def _evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: 
             "mrr": float(np.mean(mrrs))}
 
 
+CHECKPOINT = re.compile(r"epoch-(\d+)")  # a whole epoch's state; "epoch-3.partial", "epoch-3.torn-1" are not
+
+
+def _checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
+    """The epoch checkpoints in ``out_dir``, oldest first."""
+    folders = (out_dir / "checkpoints").glob("epoch-*")
+    return sorted((int(match[1]), folder) for folder in folders if (match := CHECKPOINT.fullmatch(folder.name)))
+
+
+def _save_checkpoint(accelerator, out_dir: Path, epoch: int) -> None:
+    """Save the training state after ``epoch`` into a scratch folder and rename it into place
+    once every process has written its part: a run killed while saving leaves the scratch
+    folder (cleared by the next save), never a torn ``epoch-N`` that every resume would fail
+    to load. The rename is atomic on one filesystem; the state of the epoch before goes once
+    this one is in place."""
+    folder = out_dir / "checkpoints" / f"epoch-{epoch}"
+    scratch = folder.with_name(f"{folder.name}.partial")
+    if accelerator.is_main_process and scratch.exists():
+        shutil.rmtree(scratch)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(scratch)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        scratch.rename(folder)
+        for older, path in _checkpoints(out_dir):
+            if older < epoch:
+                shutil.rmtree(path)
+    accelerator.wait_for_everyone()
+
+
 def _resume(accelerator, out_dir: Path) -> int:
-    done = sorted((out_dir / "checkpoints").glob("epoch-*"), key=lambda p: int(p.name[6:]))
+    """Load the last whole checkpoint and return the epoch after it (0: none). A torn one (an
+    older version saved in place, and a run killed midway left it; or a file was lost since) is
+    set aside as ``epoch-N.torn-M`` with a message, kept to inspect, and the one before it tried."""
+    if accelerator.is_main_process:
+        for _, folder in reversed(_checkpoints(out_dir)):
+            problem = _torn(folder, accelerator)
+            if problem is None:
+                break
+            aside = next(path for n in itertools.count(1)
+                         if not (path := folder.with_name(f"{folder.name}.torn-{n}")).exists())
+            folder.rename(aside)
+            print(f"[robustkit] {folder}: an incomplete checkpoint ({problem}), set aside as {aside.name}; "
+                  "training resumes from the last complete checkpoint, or from the start. Delete "
+                  f"{aside.name} once done with it")
+    accelerator.wait_for_everyone()
+    done = _checkpoints(out_dir)
     if not done:
         return 0
-    accelerator.load_state(done[-1])
-    return int(done[-1].name[6:]) + 1
+    epoch, folder = done[-1]
+    accelerator.load_state(folder)
+    return epoch + 1
 
 
-def _prune_checkpoints(out_dir: Path, keep: int) -> None:
-    import shutil
+def _torn(folder: Path, accelerator) -> str | None:
+    """What keeps ``folder`` from being a whole checkpoint of this run, or None: every file
+    ``accelerator.load_state`` reads must be there and written to its end (it skips a missing
+    random state without a word, and the resumed run would then differ from an unbroken one)."""
+    from accelerate.utils import (OPTIMIZER_NAME, RNG_STATE_NAME, SAFE_WEIGHTS_NAME, SCALER_NAME,
+                                  SCHEDULER_NAME, WEIGHTS_NAME)
+    from safetensors import SafetensorError, safe_open
 
-    for old in (out_dir / "checkpoints").glob("epoch-*"):
-        if int(old.name[6:]) < keep:
-            shutil.rmtree(old)
+    weights = [folder / name for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME) if (folder / name).exists()]
+    if not weights:
+        return f"no model weights: neither {SAFE_WEIGHTS_NAME} nor {WEIGHTS_NAME}"
+    files = [weights[0], folder / f"{OPTIMIZER_NAME}.bin", folder / f"{SCHEDULER_NAME}.bin",
+             *(folder / f"{RNG_STATE_NAME}_{i}.pkl" for i in range(accelerator.num_processes)),
+             *([folder / SCALER_NAME] if accelerator.scaler is not None else [])]
+    for path in files:
+        if not path.exists():
+            return f"no {path.name}"
+        try:  # no tensor is read: a safetensors header gives its data's length, torch.save's zip ends in its index
+            if path.suffix == ".safetensors":
+                with safe_open(path, "pt"):
+                    pass
+            else:
+                zipfile.ZipFile(path).close()
+        except (SafetensorError, zipfile.BadZipFile):
+            return f"{path.name} is cut short"
+    return None
 
 
 def _history_order(key: str) -> tuple:

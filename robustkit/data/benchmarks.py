@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from robustkit.config import CHECKOUT, is_offline
-from robustkit.data.records import Corpus, DataError, Misconception, Passage, Question, sha256_files
+from robustkit.data.records import (Corpus, DataError, Misconception, Passage, Question, normalize_answer,
+                                    sha256_files)
 from robustkit.data.validate import (Row, Unique, array_rows, json_document, jsonl_rows, strings,
                                      table_rows)
 
@@ -27,6 +28,18 @@ class Dataset:
     records: list
     source: str  # "hub:<id>" or the mirror files
     fingerprint: str
+
+    def __post_init__(self):
+        # a gold answer such as '---' or ')' normalises to nothing and so can match no reply
+        # (``metrics.exact_match``); such questions are kept, so that seeded samples stay the
+        # same, but never silently: every answer to them is scored wrong
+        unscorable = [r for r in self.records if isinstance(r, Question)
+                      and not any(normalize_answer(a) for a in r.answers)]
+        if unscorable:
+            shown = ", ".join(f"{q.id} {list(q.answers)}" for q in unscorable[:3])
+            print(f"[robustkit] {self.name} {self.split}: {len(unscorable)} of {len(self.records)} questions have no "
+                  f"gold answer left after SQuAD normalisation ({shown}); every answer to them is scored wrong")
+        self.unscorable = len(unscorable)
 
     def __len__(self) -> int:
         return len(self.records)

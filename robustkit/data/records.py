@@ -58,6 +58,10 @@ class Question:
         _check_strings(self, "answers", "gold_ids")
         if not self.answers:
             raise ValueError(f"question {self.id!r} has no answers")
+        blank = [i for i, a in enumerate(self.answers) if not a.strip()]
+        if blank:  # an empty gold answer would make the empty reply correct
+            raise ValueError(f"question {self.id!r}: answer {blank[0]} is empty ({list(self.answers)!r:.80}); "
+                             "drop it, or the question if it has no other answer")
 
     @property
     def answer(self) -> str:

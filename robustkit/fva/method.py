@@ -24,7 +24,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, spread_latency
+from robustkit.methods import Answer, Query, check_queries, spread_latency
 from robustkit.reader import answer_with_context
 from robustkit.retrieval import top_passages
 
@@ -82,6 +82,7 @@ class FVARAG:
         self.draft_tokens, self.kill_tokens, self.revision_tokens = draft_tokens, kill_tokens, revision_tokens
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
         start = time.perf_counter()
         texts = [q.text for q in queries]
         positive = top_passages(self.retriever, self.corpus, texts, self.k)  # call 1
