@@ -18,10 +18,11 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "config", "corm", "counterrefine",
-               "crossencoder", "data", "device", "doctor", "fva", "gap", "judges", "llm", "methods",
-               "metrics", "models", "nli", "plots", "qa_sets", "reader", "resources", "retrieval",
-               "session", "timings", "truthfulqa", "weights", "widgets", "workload")
+_SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "callcache", "config",
+               "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva", "gap",
+               "judges", "llm", "locks", "methods", "metrics", "models", "nli", "plots", "qa_sets",
+               "reader", "resources", "retrieval", "session", "timings", "truthfulqa", "weights",
+               "widgets", "workload")
 _FROM_CONFIG = ("get_scale", "with_overrides", "Scale")
 
 
