@@ -52,30 +52,30 @@ class CallCache:
     def _use(self, work):
         """``work(connection)``; if the file proves damaged, it is moved aside and ``work`` runs anew."""
         try:
-            if self._db is None:
-                self._db = _connect(self.path)
-            return work(self._db)
+            return work(self._connection())
         except sqlite3.DatabaseError as err:
-            # SQLite's "malformed" and "not a database" come as DatabaseError itself; a busy or locked
-            # file, a full disk (OperationalError) or a misuse (ProgrammingError) is no damage
-            if type(err) is not sqlite3.DatabaseError:
+            if not _damage(err):
                 raise
-            if self._db is not None:
-                self._db.close()  # before the move: closing must touch none of the fresh cache's files
-                self._db = None
-            # one process sets the file aside; another that found it damaged too reuses the fresh one
+            self._close()  # before the move: closing must touch none of the fresh cache's files
             with exclusive(self.path, "setting aside a damaged LLM call cache"):
-                try:
-                    self._db = _connect(self.path)
-                    return work(self._db)
+                try:  # another process that found it damaged too may have set it aside already
+                    return work(self._connection())
                 except sqlite3.DatabaseError as again:
-                    if type(again) is not sqlite3.DatabaseError:
+                    if not _damage(again):
                         raise
-                    if self._db is not None:
-                        self._db.close()
+                    self._close()
                     self._set_aside(err)
-                    self._db = _connect(self.path)
-                    return work(self._db)
+                    return work(self._connection())
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = _connect(self.path)
+        return self._db
+
+    def _close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def _set_aside(self, err: Exception) -> None:
         stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S.%fZ}"
@@ -87,6 +87,12 @@ class CallCache:
         print(f"[robustkit] the LLM call cache {self.path} is damaged ({err}): moved it to {aside} and "
               "started an empty one; only cached calls are lost (recomputed when next needed), "
               "artifacts are stored apart")
+
+
+def _damage(err: sqlite3.DatabaseError) -> bool:
+    """SQLite's "malformed" and "not a database" come as DatabaseError itself; a busy or locked
+    file, a full disk (OperationalError) or a misuse (ProgrammingError) is no damage."""
+    return type(err) is sqlite3.DatabaseError
 
 
 def _connect(path: Path) -> sqlite3.Connection:
