@@ -5,10 +5,11 @@
     rk.data, rk.retrieval, rk.reader …        # the shared core
     rk.corm.labels(scale)                     # a method's stages, experiments and figures
     rk.doctor.run()                           # a self-check of every method on this machine
+    rk.held(), rk.clear()                     # the models and indexes this process holds; release them
 
 The core — config, models, device, weights, session, artifacts, data, retrieval, llm, reader,
 crossencoder, judges, nli, methods, baselines, adaptive, resources, metrics, truthfulqa, plots,
-widgets, timings — is shared; each method lives in its own folder (``corm/``, ``fva/``,
+widgets, timings, memo (the owner of every in-process cache) — is shared; each method lives in its own folder (``corm/``, ``fva/``,
 ``counterrefine/``, ``alignrag/``) and imports only the core. Submodules load on first use, so
 ``import robustkit`` is cheap.
 """
@@ -20,10 +21,11 @@ __version__ = "0.1.0"
 
 _SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "callcache", "config",
                "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva", "gap",
-               "judges", "llm", "locks", "methods", "metrics", "models", "nli", "plots", "qa_sets",
+               "judges", "llm", "locks", "memo", "methods", "metrics", "models", "nli", "plots", "qa_sets",
                "reader", "resources", "retrieval", "session", "timings", "truthfulqa", "weights",
                "widgets", "workload")
 _FROM_CONFIG = ("get_scale", "with_overrides", "Scale")
+_FROM_MEMO = ("held", "clear")  # what this process holds in memory, and releasing it
 
 
 def start(seed: int = 0, scale=None, *, models: dict | None = None, notebook: str | None = None):
@@ -42,8 +44,16 @@ def start(seed: int = 0, scale=None, *, models: dict | None = None, notebook: st
 
 def lazy_package(package: str, submodules: tuple[str, ...], names: dict[str, str]):
     """``__getattr__`` and ``__dir__`` for a method package whose submodules load on first use:
-    ``submodules`` by name, ``names`` (attribute → submodule) from their submodule."""
+    ``submodules`` by name, ``names`` (attribute → submodule) from their submodule.
+
+    A name must not also be a module of the package: importing that module (``from pkg.run
+    import x``) would bind the module over the name (``pkg.run`` would stop being the function)."""
     import sys
+    from pathlib import Path
+
+    folder = Path(sys.modules[package].__file__).parent
+    if clashes := sorted(name for name in names if (folder / f"{name}.py").exists()):
+        raise ImportError(f"{package}: {clashes} name both a module and an attribute of another module")
 
     def __getattr__(name):
         if name in submodules:
@@ -63,10 +73,12 @@ def __getattr__(name):
         return importlib.import_module(f"robustkit.{name}")
     if name in _FROM_CONFIG:
         return getattr(importlib.import_module("robustkit.config"), name)
+    if name in _FROM_MEMO:
+        return getattr(importlib.import_module("robustkit.memo"), name)
     if name == "describe_environment":
         return importlib.import_module("robustkit.session").describe_environment
     raise AttributeError(f"module 'robustkit' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG, "describe_environment"})
+    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG, *_FROM_MEMO, "describe_environment"})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from robustkit.config import SCALE_DATASETS, SCALES
@@ -55,22 +56,11 @@ def _dispatch(args) -> int:
 
         scale = config.with_overrides(config.get_scale(args.scale), seed=args.seed)
         check_models(scale)  # every role's model, before any work
-        if args.method == "alignrag":
-            from robustkit.alignrag.run import main as alignrag_main
-
-            alignrag_main(scale)
-        elif args.method == "counterrefine":
-            from robustkit.counterrefine.run import main as counterrefine_main
-
-            counterrefine_main(scale)
-        elif args.method == "fva":
-            from robustkit.fva.run import main as fva_main
-
-            fva_main(scale)
+        report = importlib.import_module(f"robustkit.{args.method}.report")
+        if args.method == "corm":
+            report.main(scale, llm_rerank=not args.no_llm_rerank)
         else:
-            from robustkit.corm import run as corm_run
-
-            corm_run.main(scale, llm_rerank=not args.no_llm_rerank)
+            report.main(scale)
     elif args.command == "bench":
         from robustkit.bench import main as bench
 

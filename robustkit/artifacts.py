@@ -6,7 +6,7 @@ model identities, parameters, seed — FVA-RAG's reproducibility checklist) and 
 bytes still match the checksum recorded there; otherwise it rebuilds it. The manifest is written
 last, so a crash at any point leaves the old artifact, or none — never new bytes under an old
 manifest, nor a mix of two runs. Processes sharing ``runs/`` (two notebooks, a notebook and
-``make run``) build an artifact one at a time: the builder holds ``<artifact>.lock`` (``locks``),
+``make run``) build an artifact one at a time: the builder holds ``.<artifact>.lock`` (``locks``),
 and a process that waited for it reuses what it built; reusing a finished artifact takes no lock.
 """
 from __future__ import annotations

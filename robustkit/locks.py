@@ -2,7 +2,8 @@
 
 Two runs sharing ``runs/`` or the cache (two notebooks, a notebook and ``make run``) would
 otherwise build the same artifact or convert the same weights at once, into the same temporary
-paths. ``exclusive(target, what)`` holds ``fcntl.flock`` on ``<target>.lock``; the file records
+paths. ``exclusive(target, what)`` holds ``fcntl.flock`` on ``.<target>.lock`` (hidden, so that a
+listing of ``runs/`` shows artifacts only); the file records
 the holder (pid, host, start time, what it builds) so that a second process says whom it waits
 for. Callers take it only to write, then check again whether the holder already wrote what they
 need: reading a finished artifact never needs the lock.
@@ -47,7 +48,7 @@ def exclusive(target: str | Path, what: str) -> Iterator[None]:
         UNLOCKED.append(what)
         yield
         return
-    path = Path(target).with_name(Path(target).name + ".lock")
+    path = Path(target).with_name(f".{Path(target).name}.lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:

@@ -107,6 +107,30 @@ def test_an_installed_kit_reads_the_packaged_teaching_set_and_writes_into_the_us
 
 
 
+@pytest.mark.parametrize("method", ["corm", "fva", "counterrefine", "alignrag"])
+def test_importing_every_module_of_a_method_keeps_its_names(method):
+    """Notebook 06 once did ``from robustkit.counterrefine.run import save_tables``, and
+    ``rk.counterrefine.run(cfg)`` became the module: names and modules must not share a name."""
+    import importlib
+    import types
+
+    package = importlib.import_module(f"robustkit.{method}")
+    for path in sorted(Path(package.__file__).parent.glob("*.py")):
+        if path.stem != "__init__":
+            importlib.import_module(f"robustkit.{method}.{path.stem}")
+    assert isinstance(package.report, types.ModuleType) and callable(package.report.main)
+    if method != "corm":
+        assert isinstance(package.run, types.FunctionType)
+
+
+def test_a_name_that_is_also_a_module_is_refused_at_import():
+    import robustkit
+    import robustkit.fva as fva
+
+    with pytest.raises(ImportError, match=r"\['report'\] name both a module and an attribute"):
+        robustkit.lazy_package(fva.__name__, (), {"report": "pipeline", "run": "pipeline"})
+
+
 @pytest.mark.slow
 def test_the_installed_wheel_runs_notebook_00_and_the_colab_doctor_from_an_empty_folder(wheel, tmp_path):
     """As a course installs the kit: the wheel with its test extra in a fresh virtual environment,

@@ -149,7 +149,7 @@ def test_a_builder_killed_mid_build_releases_the_lock_and_the_next_builds_cleanl
     assert lines(log) == [f"{killed.pid} False", f"{waiting.pid} False"]
     assert waiting.result() == artifact.read_text() == f"built by {waiting.pid}\n"
     assert is_current(artifact, {"x": 1})
-    assert sorted(p.name for p in artifact.parent.iterdir()) == ["a.txt", "a.txt.lock", "a.txt.manifest.json"]
+    assert sorted(p.name for p in artifact.parent.iterdir()) == [".a.txt.lock", "a.txt", "a.txt.manifest.json"]
 
 
 def test_the_wait_is_interrupted_by_ctrl_c_and_leaves_the_holder_alone(tmp_path, spawn):
@@ -182,7 +182,7 @@ def test_two_processes_converting_one_gguf_convert_it_once(tmp_path, spawn):
     assert json.loads((target / "config.json").read_text()) == {"converted by": int(converter)}
     # converted in a folder of its own, renamed into place: nothing is left beside the copy
     assert folder.startswith(".example--tiny-gguf-float32.") and folder.endswith(".tmp")
-    assert sorted(p.name for p in target.parent.iterdir()) == [target.name, f"{target.name}.lock"]
+    assert sorted(p.name for p in target.parent.iterdir()) == [f".{target.name}.lock", target.name]
 
 
 def test_reusing_a_finished_artifact_or_conversion_takes_no_lock(tmp_path, monkeypatch):
@@ -224,4 +224,4 @@ def test_two_cold_processes_convert_smollm2_once(tmp_path, spawn):
     assert outputs.count(WAITS) <= 1  # the second to arrive waits, unless the copy was already done
     target = Path(first.result())
     assert second.result() == str(target) and (target / "config.json").exists()
-    assert sorted(p.name for p in target.parent.iterdir()) == [target.name, f"{target.name}.lock"]
+    assert sorted(p.name for p in target.parent.iterdir()) == [f".{target.name}.lock", target.name]

@@ -44,7 +44,7 @@ def test_embedding_cache_is_keyed_by_the_embedder(embedder, monkeypatch, tmp_pat
     other = retrieval.Embedder.__new__(retrieval.Embedder)
     other.id, other.model = "another/embedder", embedder.model
     DenseRetriever(CORPUS, other)
-    names = sorted(p.name for p in (tmp_path / "embeddings").iterdir())
+    names = sorted(p.name for p in (tmp_path / "embeddings").glob("*.npy"))
     assert len(names) == 2 and names[0].startswith("another--embedder")
 
 

@@ -8,11 +8,11 @@ the generator refines it, for T rounds (critique-driven alignment).
     pipeline.py     the run: every method on the same questions, scored at every round
     experiments.py  Table 1 and 5, the OOD drop, rounds, informative vs noisy, the ablation
     figures.py      Fig. 2, 3, 4, 6 and the training curves beside the paper's numbers (paper.py)
-    run.py          `python -m robustkit run alignrag`: every table printed and saved
+    report.py       `python -m robustkit run alignrag`: every table printed and saved
 """
 from robustkit import lazy_package
 
-_SUBMODULES = ("config", "critique", "experiments", "figures", "method", "paper", "pipeline", "train")
+_SUBMODULES = ("config", "critique", "experiments", "figures", "method", "paper", "pipeline", "report", "train")
 _NAMES = {"AlignRAGConfig": "config", "settings": "config", "DEFAULTS": "config", "AlignRAG": "method",
           "align": "method", "eval_sets": "train", "training_corpus": "train", "critic_generator": "train",
           "training_curves": "train", "run": "pipeline", "run_log": "pipeline", "refiners": "pipeline",

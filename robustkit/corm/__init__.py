@@ -11,7 +11,7 @@ it into an Evidence Critic, abstain when no candidate is safe.
     experiments.py  §4 Table 1, Fig. 3-7 as tidy tables
     kinds.py        claims by passage kind: gold, premise-matching, distractor
     figures.py      those tables drawn beside the paper's numbers (paper.py)
-    run.py          `python -m robustkit run corm`: every table printed, figures saved
+    report.py       `python -m robustkit run corm`: every table printed, figures saved
     throughput.py   the training loop's speed on GPU / CPU
 
 The Evidence Critic is the kit's cross-encoder (``robustkit.crossencoder``: the model, §3.3's
@@ -22,7 +22,7 @@ kit's relevance cross-encoder (the warm start). Submodules load on first use, so
 import importlib
 
 _SUBMODULES = ("config", "experiments", "figures", "groups", "kinds", "method", "paper", "perturb",
-               "pipeline", "teacher", "throughput")
+               "pipeline", "report", "teacher", "throughput")
 _STAGES = ("perturbations", "labels", "labelling_cost", "training_groups", "train_critic",
            "critic_scorer", "training_history", "compare_on_validation", "train_questions",
            "test_set", "export_groups", "warm_start", "warm_start_groups", "warm_start_recipe", "soft_labels",

@@ -7,11 +7,11 @@ KEEP or REVISE it — a revision counts only after deterministic validation.
     pipeline.py     the run: Baseline-RAG, CounterRefine and its ablations on the same questions
     experiments.py  Table 3 and 4, outcome transitions, paired tests, helped and hurt examples
     figures.py      Fig. 2 and 3 beside the paper's numbers (paper.py)
-    run.py          `python -m robustkit run counterrefine`: every table printed and saved
+    report.py       `python -m robustkit run counterrefine`: every table printed and saved
 """
 from robustkit import lazy_package
 
-_SUBMODULES = ("config", "experiments", "figures", "method", "paper", "pipeline", "validate")
+_SUBMODULES = ("config", "experiments", "figures", "method", "paper", "pipeline", "report", "validate")
 _NAMES = {"CounterRefineConfig": "config", "settings": "config", "DEFAULTS": "config",
           "CounterRefine": "method", "eval_sets": "pipeline", "run": "pipeline", "run_log": "pipeline",
           "methods": "pipeline", "METHODS": "pipeline", "describe": "pipeline"}

@@ -6,14 +6,14 @@ against it, let an NLI adjudicator decide, revise what is falsified.
     pipeline.py     the run: every method × cache A/B × question, scored, as one artifact
     experiments.py  Table 2 and 3, McNemar, adjudicator agreement, falsified examples, τ sweep
     figures.py      those tables drawn beside the paper's numbers (paper.py)
-    run.py          `python -m robustkit run fva`: every table printed and saved
+    report.py       `python -m robustkit run fva`: every table printed and saved
 
 The baselines it is compared with (vanilla RAG, Self-RAG, CRAG) live in the core
 (``robustkit.baselines``, ``robustkit.adaptive``), the adjudicators in ``robustkit.judges``.
 """
 from robustkit import lazy_package
 
-_SUBMODULES = ("config", "experiments", "figures", "method", "paper", "pipeline")
+_SUBMODULES = ("config", "experiments", "figures", "method", "paper", "pipeline", "report")
 _NAMES = {"FVAConfig": "config", "settings": "config", "DEFAULTS": "config", "FVARAG": "method",
           "eval_sets": "pipeline", "run": "pipeline", "run_log": "pipeline", "adjudicator": "pipeline",
           "methods": "pipeline", "METHODS": "pipeline", "corpora": "pipeline", "describe": "pipeline",
