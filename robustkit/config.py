@@ -14,11 +14,11 @@ import os
 import random
 import socket
 from dataclasses import dataclass, fields, replace
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from robustkit import memo
 from robustkit.device import has_gpu
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -230,7 +230,7 @@ def figures_dir() -> Path:
     return path
 
 
-@lru_cache(maxsize=1)
+@memo.cached(1)
 def _hub_reachable() -> bool:
     try:
         socket.create_connection(("huggingface.co", 443), timeout=1.5).close()

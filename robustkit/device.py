@@ -23,9 +23,10 @@ import gc
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
+
+from robustkit import memo
 
 DTYPES = ("float32", "bfloat16", "float16")
 PRECISIONS = ("no", "bf16", "fp16")  # Accelerate's names for mixed precision
@@ -56,7 +57,7 @@ def has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
-@lru_cache(maxsize=1)
+@memo.cached(1)
 def gpu() -> GPU | None:
     """The first GPU torch sees, or None."""
     if not has_gpu():
@@ -128,7 +129,7 @@ def autocast_dtype(device: str):
     return {"no": None, "bf16": torch.bfloat16, "fp16": torch.float16}[mixed_precision(device)]
 
 
-@lru_cache(maxsize=1)
+@memo.cached(1)
 def cpu_info() -> dict:
     """The CPU's model name, widest vector ISA and whether it has native bf16 (Linux; else '?').
 
@@ -275,3 +276,6 @@ def _empty_cuda_cache() -> None:
 
 
 GPU_MEMORY = GPUMemory()  # the one GPU the kit computes on
+# once the kit's caches are cleared, what they held is no longer resident (and the eviction
+# callbacks must not keep it alive)
+memo.on_clear(GPU_MEMORY.resident.clear)

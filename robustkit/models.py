@@ -21,9 +21,9 @@ import importlib.util
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from robustkit import memo
 from robustkit.config import Scale, get_scale, is_offline
 
 
@@ -292,14 +292,14 @@ def _load(where: str, what: str, load):
                          f"{str(err).splitlines()[0][:200]})") from None
 
 
-@lru_cache(maxsize=16)
+@memo.cached(16)
 def auto_config(path: str):
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(path)
 
 
-@lru_cache(maxsize=16)
+@memo.cached(16)
 def auto_tokenizer(path: str):
     from transformers import AutoTokenizer
 

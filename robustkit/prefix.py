@@ -17,8 +17,9 @@ step in place and hands attention the same values in the same shapes.
 """
 from __future__ import annotations
 
-from functools import cache as _once
 from typing import Sequence
+
+from robustkit import memo
 
 Group = tuple[list[int], int]  # (indices of the prompts, length of the prefix they share)
 MIN_SHARED = 48  # shorter common prefixes are not worth a separate prefill pass
@@ -91,7 +92,7 @@ def reserve(cache, extra_tokens: int) -> None:
     cache.layers = [_reserved_layer_class()(layer, extra_tokens) for layer in cache.layers]
 
 
-@_once
+@memo.cached(1)  # one class, defined when first needed (transformers loads late)
 def _reserved_layer_class():
     from transformers.cache_utils import DynamicLayer
 

@@ -12,9 +12,8 @@ questions from its train split. Every sample is drawn with ``scale.seed``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
-from robustkit import resources
+from robustkit import memo, resources
 from robustkit.config import Scale, get_scale
 from robustkit.data import Corpus, Question, corpus, load, mini_corpus, mini_fingerprint, mini_multihop, mini_questions
 from robustkit.retrieval import DenseRetriever, ScopedRetriever, load_embedder
@@ -38,7 +37,7 @@ def short_answer_sets(scale: Scale | str | None = None, *, n_multihop: int = 0, 
     return list(_sets(get_scale(scale), n_multihop, n_factual, n_hotpotqa, n_nq, n_train))
 
 
-@lru_cache(maxsize=8)
+@memo.cached(8)
 def _sets(scale: Scale, n_multihop: int, n_factual: int, n_hotpotqa: int, n_nq: int, n_train: int) -> tuple:
     pick, embedder = resources.sample, load_embedder(scale)
     if scale.dataset == "mini":

@@ -8,8 +8,8 @@ and adversary roles share one loaded model when they name the same one (``robust
 from __future__ import annotations
 
 import random
-from functools import lru_cache
 
+from robustkit import memo
 from robustkit.config import Scale, get_scale
 from robustkit.data import Corpus, Question, corpus, load, mini_questions
 from robustkit.llm import DEFAULT_SYSTEM, Generator
@@ -68,21 +68,21 @@ def sample(pool: list, n: int, seed: int) -> list:
     return sorted(random.Random(seed).sample(pool, n), key=lambda item: getattr(item, "id", item))
 
 
-@lru_cache(maxsize=4)
+@memo.cached(4)
 def _corpus(dataset: str) -> Corpus:
     return corpus(dataset)
 
 
-@lru_cache(maxsize=4)
+@memo.cached(4)
 def _dense(dataset: str, embedder_spec) -> DenseRetriever:
     return DenseRetriever(_corpus(dataset), load_embedder(embedder_spec))
 
 
-@lru_cache(maxsize=4)
+@memo.cached(4)
 def _bm25(dataset: str) -> BM25Retriever:
     return BM25Retriever(_corpus(dataset))
 
 
-@lru_cache(maxsize=16)
+@memo.cached(16)
 def _generator(scale: Scale, role: str, system_prompt: str | None) -> Generator:
     return Generator(role, scale, system_prompt=system_prompt)

@@ -6,11 +6,11 @@ best first. Indexes and passage embeddings are built once and cached by corpus c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol, Sequence
 
 import numpy as np
 
+from robustkit import memo
 from robustkit.config import Scale, cache_dir, check_knob, get_scale, quiet_model_loading
 from robustkit.data.records import Corpus, DataError, Passage
 from robustkit.device import pick_device
@@ -222,7 +222,7 @@ def load_embedder(scale: Scale | str | ModelSpec | None = None) -> Embedder:
     return _embedder(spec)
 
 
-@lru_cache(maxsize=4)
+@memo.cached(4)
 def _embedder(spec: ModelSpec) -> Embedder:
     return Embedder(spec)
 

@@ -27,13 +27,13 @@ gets the question alone as its user message, under the generator's system prompt
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from robustkit import memo
 from robustkit.data.records import DataError, Misconception, normalize_answer
 from robustkit.data.validate import Row, Unique, array_rows, json_document
 
@@ -232,7 +232,7 @@ def _references(answers: Sequence[str], extra: str | None = None) -> list[str]:
     return refs
 
 
-@lru_cache(maxsize=1)
+@memo.cached(1)
 def _rouge_scorer():
     from rouge_score import rouge_scorer
 

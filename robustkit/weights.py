@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from robustkit import memo
 from robustkit.artifacts import atomic_write_text
 from robustkit.config import cache_dir, quiet_model_loading, show_progress
 from robustkit.device import GPU_MEMORY, gpu
@@ -57,7 +57,7 @@ def load_causal_lm(spec: ModelSpec, dtype: str, device: str = "cpu", reason: str
     return model
 
 
-_LOADED: dict[tuple[str, str, str], object] = {}  # the models this process holds
+_LOADED: dict[tuple[str, str, str], object] = memo.holding(f"{__name__}._LOADED", {})  # the models this process holds
 DTYPE_FALLBACKS: list[str] = []  # models that overflowed in fp16 and run in fp32 instead
 PROBE_PROMPTS = ("Passage: The Eiffel Tower was completed in 1889 for the World's Fair in Paris.\n"
                  "Question: When was the Eiffel Tower completed?",
@@ -100,7 +100,7 @@ def finite_in_fp16(spec: ModelSpec, device: str) -> bool:
     return finite
 
 
-@lru_cache(maxsize=4)
+@memo.cached(4)
 def load_tokenizer(weights: str):
     from transformers import AutoTokenizer
 

@@ -17,13 +17,12 @@ import os
 import random
 import warnings
 from contextlib import contextmanager
-from functools import lru_cache
 from pathlib import Path
 from unittest import mock
 
 import pandas as pd
 
-from robustkit import resources
+from robustkit import memo, resources
 from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.critique import (BETTER_HEAD, Rationale, answer_in, augment, check_target,
                                          contrastive_critique, granularity, split_critique)
@@ -142,7 +141,7 @@ def critic_generator(cfg: AlignRAGConfig | None, variant: str) -> Generator:
     return _critic_generator(settings(cfg), variant)
 
 
-@lru_cache(maxsize=16)
+@memo.cached(16, per_runs_folder=True)
 def _critic_generator(cfg: AlignRAGConfig, variant: str) -> Generator:
     # once per process: checking a reused critic hashes its ~0.5 GB of merged weights, and the run
     # log, every dataset's refiners and the notebook all ask for the same critics

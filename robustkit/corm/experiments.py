@@ -10,14 +10,13 @@ table (``table1``, ``risk_coverage_table``, ``recall_table``, ``paired_ranks``, 
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from robustkit import memo, resources
 from robustkit import methods as kit_methods
-from robustkit import resources
 from robustkit.baselines import (CrossEncoderReranker, FirstStage, LLMReranker, RandomOrder,
                                  RerankedRAG)
 from robustkit.corm import paper, pipeline
@@ -166,7 +165,7 @@ def prior_weight(cfg: CormConfig | None = None, variant: str = "corm") -> tuple[
     return lam, pd.DataFrame(rows)
 
 
-@lru_cache(maxsize=8)
+@memo.cached(8, per_runs_folder=True)
 def _prior_weight(cfg: CormConfig, variant: str) -> tuple[float, list[dict]]:
     _, val_groups, _ = pipeline.training_groups(cfg)
     answers = {q.id: q.answers for q in pipeline.train_questions(cfg)}

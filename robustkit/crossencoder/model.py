@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from robustkit import memo
 from robustkit.artifacts import write_json
 from robustkit.config import quiet_model_loading
 from robustkit.crossencoder import MAX_LENGTH
@@ -289,14 +289,14 @@ class CrossEncoderScorer:
         place(self.model, self.device, f"cross-encoder {self.model.config['base_model']} ({id(self.model):x})")
 
 
-@lru_cache(maxsize=16)
+@memo.cached(16)
 def stored_scorer(path: str, sha256: str) -> CrossEncoderScorer:
     """One scorer per trained checkpoint per process, its scores kept on disk under ``sha256``
     (the checkpoint's, from its manifest) so that the next process replays them."""
     return CrossEncoderScorer(path, store_as=sha256)
 
 
-@lru_cache(maxsize=4)
+@memo.cached(4)
 def pretrained_scorer(path: str, name: str) -> CrossEncoderScorer:
     """One scorer per hub cross-encoder per process, its scores kept on disk under its name."""
     return CrossEncoderScorer(PretrainedCrossEncoder(path, name), store_as=name)

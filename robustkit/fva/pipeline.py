@@ -15,12 +15,11 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 
-from robustkit import resources
+from robustkit import memo, resources
 from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds
 from robustkit.artifacts import stage
 from robustkit.baselines import FirstStage, RerankedRAG
@@ -62,7 +61,7 @@ def eval_sets(cfg: FVAConfig | None = None) -> list[EvalSet]:
     return _eval_sets(settings(cfg))
 
 
-@lru_cache(maxsize=4)  # the run log, the run, the notebook's tables all ask: load and build once
+@memo.cached(4)  # the run log, the run, the notebook's tables all ask: load and build once
 def _eval_sets(cfg: FVAConfig) -> list[EvalSet]:
     truthfulqa = load("truthfulqa")
     items = stratified_sample(truthfulqa.records, cfg.n_truthfulqa, cfg.scale.seed)
@@ -125,7 +124,7 @@ def adjudicator(cfg: FVAConfig | None = None):
     return NLIAdjudicator(nli_model(cfg.scale, progress=False))
 
 
-@lru_cache(maxsize=4)  # one scorer per config, and one line saying which
+@memo.cached(4, per_runs_folder=True)  # one scorer per config, and one line saying which
 def crag_evaluator(cfg: FVAConfig | None = None):
     """CRAG's retrieval evaluator ``cfg.crag_evaluator`` names: the kit's relevance
     cross-encoder (trained on demand from a training split, never on evaluated questions) or None
@@ -309,7 +308,7 @@ def _intervened(method: str, trace: dict):
     return None
 
 
-_RETRIEVERS: dict[tuple, DenseRetriever] = {}
+_RETRIEVERS: dict[tuple, DenseRetriever] = memo.holding(f"{__name__}._RETRIEVERS", {})
 
 
 def _retriever(cache: Corpus, scale, superset: Corpus | None = None) -> DenseRetriever:
