@@ -17,7 +17,7 @@ import numpy as np
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
 from robustkit.methods import Answer, Query, check_queries, spread_latency
-from robustkit.reader import answer_with_context
+from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import split_per_query
 
 
@@ -27,6 +27,10 @@ class Reranker(Protocol):
 
     def score(self, queries: Sequence[str], candidates: Sequence[Sequence[Passage]],
               first_stage: Sequence[Sequence[float]]) -> list[np.ndarray]: ...
+
+    def identity(self) -> dict:
+        """What decides its scores, for the manifests of staged results."""
+        ...
 
     def uncached(self) -> "Reranker":
         """The same reranker computing every score afresh (for timing real model calls)."""
@@ -43,6 +47,9 @@ class FirstStage:
 
     def score(self, queries, candidates, first_stage):
         return [np.asarray(s, dtype=np.float32) for s in first_stage]
+
+    def identity(self) -> dict:
+        return {"reranker": self.name}
 
     def uncached(self) -> "FirstStage":
         return self  # nothing cached
@@ -65,6 +72,9 @@ class RandomOrder:
         return [np.random.default_rng(self._entropy(q)).random(len(docs), dtype=np.float32)
                 for q, docs in zip(queries, candidates)]
 
+    def identity(self) -> dict:
+        return {"reranker": self.name, "seed": self.seed}
+
     def uncached(self) -> "RandomOrder":
         return self  # nothing cached
 
@@ -86,6 +96,9 @@ class CrossEncoderReranker:
         flat_d = [d.content for docs in candidates for d in docs]
         return split_per_query(self.scorer.score(flat_q, flat_d), candidates)
 
+    def identity(self) -> dict:
+        return {"reranker": self.name, "cross-encoder": self.scorer.identity()}
+
     def uncached(self) -> "CrossEncoderReranker":
         return CrossEncoderReranker(self.name, self.scorer.uncached())
 
@@ -101,16 +114,21 @@ class LLMReranker:
     name = "llm-rerank"
     llm_calls_per_candidate = 1
 
+    PROMPT = ("Passage: {passage}\n\nQuestion: {question}\nDoes this passage answer the question "
+              "correctly, even if the question assumes something false? Answer yes or no.")
+
     def __init__(self, generator, max_words: int = 80):
         self.generator, self.max_words = generator, max_words
 
     def score(self, queries, candidates, first_stage):
-        prompts = [f"Passage: {' '.join(d.content.split()[:self.max_words])}\n\nQuestion: {q}\n"
-                   "Does this passage answer the question correctly, even if the question assumes "
-                   "something false? Answer yes or no."
+        prompts = [self.PROMPT.format(passage=" ".join(d.content.split()[:self.max_words]), question=q)
                    for q, docs in zip(queries, candidates) for d in docs]
         yes = [p[0] for p in self.generator.option_probabilities(prompts, desc="llm-rerank")]
         return split_per_query(np.array(yes, dtype=np.float32), candidates)
+
+    def identity(self) -> dict:
+        return {"reranker": self.name, "generator": self.generator.identity(), "max_words": self.max_words,
+                "prompt": hashlib.sha256(self.PROMPT.encode()).hexdigest()[:12]}
 
     def uncached(self) -> "LLMReranker":
         return LLMReranker(self.generator.with_cache(False), self.max_words)
@@ -154,6 +172,12 @@ class RerankedRAG:
     def context(self, ids: Sequence[str], scores: np.ndarray) -> list[str]:
         """The passages the reader sees: the top C (CoRM's Algorithm 1 adds a threshold)."""
         return list(ids[:self.c])
+
+    def identity(self) -> dict:
+        """What decides its answers (``methods.evaluate`` stages results under it)."""
+        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
+                "reranker": self.reranker.identity(), "reader": self.generator.identity(),
+                "reader prompt": READER_VERSION, "m": self.m, "c": self.c, "max_words": self.max_words}
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
         queries = check_queries(queries)

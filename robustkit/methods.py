@@ -6,16 +6,26 @@ A method answers a batch of queries the same way, whichever paper it comes from:
 
 so baselines, CoRM-RAG, FVA-RAG, CounterRefine and AlignRAG line up on the same questions
 (notebook 08). A ``Query`` carries only what a method may see — never the gold answer; scoring
-happens afterwards, in ``run``, with one judge for every method.
+happens afterwards, in ``run``, with one judge for every method, into one tidy table (one row
+per method and query, the method's trace a dict in one column). ``evaluate`` is ``run`` staged:
+each method's rows an artifact with a manifest of what decided them (``Method.identity()``).
+CoRM-RAG and CounterRefine score through it; FVA-RAG's and AlignRAG's runs still build their
+rows themselves (TruthfulQA's similarity rules and AlignRAG's per-round rows are not yet judges).
 """
 from __future__ import annotations
 
+import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Mapping, Protocol, Sequence
 
+import numpy as np
 import pandas as pd
 
+from robustkit.artifacts import atomic_write_text, digest, stage
+from robustkit.data.records import read_jsonl
 from robustkit.judges import Judge, NormalisedMatch
 
 
@@ -55,6 +65,11 @@ class Method(Protocol):
     name: str
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]: ...
+
+    def identity(self) -> dict:
+        """What decides its answers — models, checkpoints, prompts, corpus, knobs — for the
+        manifests of staged results (``evaluate``)."""
+        ...
 
 
 def check_queries(queries: Sequence[Query]) -> list[Query]:
@@ -99,8 +114,7 @@ def run(methods: Mapping[str, Method], queries: pd.DataFrame, judge: Judge | Non
         judge: decides ``correct`` (default: ``NormalisedMatch``).
 
     Returns one row per (method, query): the query's columns, the ``Answer``'s fields (its text
-    as ``answer``; the trace's keys as their own columns) and ``correct`` (an abstention is
-    never correct).
+    as ``answer``, its ``trace`` a dict) and ``correct`` (an abstention is never correct).
     """
     judge = judge or NormalisedMatch()
     if "answers" not in queries.columns:
@@ -119,12 +133,50 @@ def run(methods: Mapping[str, Method], queries: pd.DataFrame, judge: Judge | Non
     return pd.concat(frames, ignore_index=True)
 
 
+def evaluate(methods: Mapping[str, Method], queries: pd.DataFrame, folder: str | Path,
+             judge: Judge | None = None) -> pd.DataFrame:
+    """``run``, staged: each method's scored rows are one artifact under ``folder``, with a
+    manifest recording what decided them — the method's ``identity()``, the queries table (gold
+    answers and every carried column), the judge — and named by a digest of that, so that the same method over other
+    queries or with other knobs (another M, a subset) is another artifact, not an overwrite.
+    A finished method is reused; an interrupted run resumes at the first unfinished method.
+    Rows as ``run`` returns them, after a round trip through JSON (lists, not tuples or arrays),
+    on the first run as on every reuse."""
+    judge = judge or NormalisedMatch()
+    asked = _plain(queries.to_dict("list"))  # every column: the rows carry them all
+    frames = []
+    for name, method in methods.items():
+        if not callable(getattr(method, "identity", None)):
+            raise TypeError(f"method {name!r} ({type(method).__name__}) has no identity(): results that "
+                            "cannot say what decided them are not staged; score it with methods.run")
+        inputs = {"method": name, "identity": method.identity(), "queries": digest(asked), "judge": judge.name}
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+        path = Path(folder) / f"{slug}-{digest(inputs)[:10]}.jsonl"
+
+        def build(out: Path, scratch: Path, name=name, method=method) -> dict:
+            rows = run({name: method}, queries, judge).to_dict("records")
+            atomic_write_text(out, "".join(json.dumps(_plain(r), ensure_ascii=False) + "\n" for r in rows))
+            return {"rows": len(rows), "correct": sum(r["correct"] for r in rows)}
+
+        frames.append(pd.DataFrame(stage(path, inputs, build, read_jsonl)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _plain(value):
+    """``value`` with numpy scalars and arrays, tuples and sets as JSON's own types."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, np.ndarray)):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def answers_table(answers: Sequence[Answer]) -> pd.DataFrame:
-    """One row per ``Answer``: its fields, the text as ``answer``, the trace's keys as columns."""
+    """One row per ``Answer``: its fields, the text as ``answer``, the trace as one ``trace``
+    column of dicts (every method's intermediate results stored the same way)."""
     rows = []
     for a in answers:
         row = asdict(a)
-        trace = row.pop("trace")
         row["answer"] = row.pop("text")
-        rows.append({**row, **trace})
+        rows.append(row)
     return pd.DataFrame(rows)

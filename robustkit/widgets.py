@@ -139,13 +139,11 @@ def refinement_explorer(results: pd.DataFrame, corpora: dict, method: str = "cou
 
     ``results`` is ``counterrefine.pipeline.run``'s table; ``corpora`` maps dataset to its corpus.
     """
-    import json
-
     import ipywidgets as widgets
 
     variants = [m for m in results["method"].unique() if m != "baseline-rag"]
     rows = results[results["method"] == method].reset_index(drop=True)
-    labels = [(f"[{r.dataset}] {'✓' if r.correct else '✗'} {r.question[:70]}", i) for i, r in rows.iterrows()]
+    labels = [(f"[{r.dataset}] {'✓' if r.correct else '✗'} {r.query[:70]}", i) for i, r in rows.iterrows()]
     pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
     variant = widgets.Dropdown(options=variants, value=method, description="variant")
     out = widgets.Output()
@@ -156,8 +154,8 @@ def refinement_explorer(results: pd.DataFrame, corpora: dict, method: str = "cou
             base = rows.iloc[pick.value]
             row = results[(results["method"] == variant.value) & (results["dataset"] == base["dataset"])
                           & (results["question_id"] == base["question_id"])].iloc[0]
-            trace, corpus = json.loads(row["trace"]), corpora[row["dataset"]]
-            print(f"Q ({trace['question_type']}): {row['question']}   gold: {row['gold'][0]}")
+            trace, corpus = row["trace"], corpora[row["dataset"]]
+            print(f"Q ({trace['question_type']}): {row['query']}   gold: {row['answers'][0]}")
             print(f"draft: {trace['draft']}\nsecond-pass queries ({trace['second_pass']}):")
             for j, query in enumerate(trace["queries"]):
                 print(f"  q{j}: {query[:110]}")

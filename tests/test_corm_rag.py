@@ -175,3 +175,30 @@ def test_llm_rerank_subset_is_the_biased_queries_of_a_seeded_sample():
     assert subset["question_id"].nunique() == len(subset) == cfg.llm_rerank_questions
     assert subset.equals(ex.llm_rerank_subset(cfg, queries))  # the seed decides, not the call
     assert len(ex.llm_rerank_subset(settings(cfg, llm_rerank_questions=0), queries)) == len(queries)
+
+
+class NamedRetriever(FixedRetriever):
+    def identity(self):
+        return {"retriever": "fixed", "corpus": CORPUS.checksum}
+
+
+class NamedReader:
+    def identity(self):
+        return {"model": "reader", "dtype": "float32", "system_prompt": None}
+
+
+def test_identity_changes_with_everything_that_decides_the_answers():
+    """methods.evaluate stages results under identity(): a knob it missed would reuse stale rows."""
+    from robustkit.baselines import RandomOrder, RerankedRAG
+
+    def rag(reranker=FirstStage("dense"), **knobs):
+        knobs = {"m": 2, "c": 1, **knobs}
+        return RiskAwareRAG(NamedRetriever(), reranker, NamedReader(), CORPUS, **knobs)
+
+    base = rag().identity()
+    assert base["gamma"] is None and base["reader"]["model"] == "reader" and base["retriever"]["retriever"] == "fixed"
+    variants = [rag(m=3), rag(c=2), rag(gamma=0.5), rag(max_words=20), rag(RandomOrder(0)), rag(RandomOrder(1))]
+    identities = [base] + [v.identity() for v in variants]
+    assert len({repr(i) for i in identities}) == len(identities)
+    plain = RerankedRAG(NamedRetriever(), FirstStage("dense"), NamedReader(), CORPUS, m=2, c=1).identity()
+    assert plain["method"] == "RerankedRAG" and "gamma" not in plain

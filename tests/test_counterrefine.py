@@ -1,7 +1,6 @@
 """CounterRefine: the second pass's queries and budget, scoped retrieval, KEEP/REVISE decided by
 the decoder and gated by the validator, the REVISE threshold from training questions, the
 transition tables, and knobs checked before any work."""
-import json
 
 import numpy as np
 import pandas as pd
@@ -118,7 +117,7 @@ def test_revise_threshold_revises_as_often_as_training_drafts_are_wrong():
 
 def test_transitions_and_the_paired_test_count_questions():
     before, after = [1, 1, 0, 0, 0], [1, 0, 1, 1, 0]
-    trace = json.dumps({"changed": True})
+    trace = {"changed": True}  # a trace is a dict in the results table (methods.run)
     rows = [{"dataset": "d", "method": m, "question_id": f"q{i}", "correct": c, "trace": trace if m != "baseline-rag" else None}
             for m, values in (("baseline-rag", before), ("counterrefine", after)) for i, c in enumerate(values)]
     table = transitions(pd.DataFrame(rows))

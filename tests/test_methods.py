@@ -1,9 +1,11 @@
 """The Method / Answer interface and the results table built from it."""
+import numpy as np
 import pandas as pd
 import pytest
 
+from robustkit.artifacts import read_manifest
 from robustkit.judges import LLMJudge, MatchThenJudge, NormalisedMatch
-from robustkit.methods import Answer, Query, answers_table, queries_from, run
+from robustkit.methods import Answer, Query, answers_table, evaluate, queries_from, run
 
 
 class Echo:
@@ -41,7 +43,7 @@ def test_run_scores_every_method_on_the_same_queries():
     by_id = table[table["method"] == "echo"].set_index("query_id")
     assert by_id.loc["a", "correct"] == 1.0 and by_id.loc["b", "correct"] == 0.0
     assert by_id.loc["c", "correct"] == 0.0  # matches "paris" but abstained: never correct
-    assert by_id.loc["a", "draft"] == "PARIS IS THE CAPITAL"  # trace keys become columns
+    assert by_id.loc["a", "trace"] == {"draft": "PARIS IS THE CAPITAL"}  # the trace, one dict
     assert by_id.loc["c", "type"] == "biased" and by_id.loc["a", "model_calls"] == 2
 
 
@@ -60,9 +62,9 @@ def test_queries_table_is_checked():
     assert queries_from(QUERIES)[1] == Query("b", "qb", "lyon")
 
 
-def test_answers_table_flattens_the_trace():
+def test_answers_table_keeps_the_trace_in_one_column():
     table = answers_table([Answer("a", "qa", "m", "x", trace={"kill_queries": ["k1"]})])
-    assert table.loc[0, "answer"] == "x" and table.loc[0, "kill_queries"] == ["k1"]
+    assert table.loc[0, "answer"] == "x" and table.loc[0, "trace"] == {"kill_queries": ["k1"]}
     assert table.loc[0, "abstained"] == False  # noqa: E712 (numpy bool)
 
 
@@ -90,3 +92,58 @@ def test_match_then_judge_asks_only_what_the_match_rejects():
 
 def test_llm_judge_names_its_model(generator):
     assert LLMJudge(generator).name == f"llm-judge:{generator.model_id}"
+
+
+class Known(Echo):
+    """Echo that says what decides its answers, so its results can be staged."""
+
+    def __init__(self, knob=1, fail=False):
+        super().__init__()
+        self.knob, self.fail = knob, fail
+
+    def identity(self):
+        return {"method": "Known", "knob": self.knob}
+
+    def answer(self, queries):
+        if self.fail:
+            raise KeyboardInterrupt  # the run stopped here
+        answers = super().answer(queries)
+        for a in answers:
+            a.trace["scores"] = np.array([0.25, 0.5], dtype=np.float32)  # numpy, as rankers return
+        return answers
+
+
+def test_evaluate_stages_each_method_and_reuses_it_identically(tmp_path):
+    first, second = Known(), Known()
+    built = evaluate({"known": first, "other one": second}, QUERIES, tmp_path)
+    assert len(built) == 6 and list(built["method"].unique()) == ["known", "other one"]
+    assert built["trace"].iloc[0]["scores"] == [0.25, 0.5] and built["correct"].tolist() == [1.0, 0.0, 0.0] * 2
+    files = sorted(p.name for p in tmp_path.glob("*.jsonl"))
+    assert len(files) == 2 and files[0].startswith("known-") and files[1].startswith("other-one-")
+    again = Known()
+    reused = evaluate({"known": again, "other one": Known()}, QUERIES, tmp_path)
+    assert again.seen == []  # nothing answered twice
+    pd.testing.assert_frame_equal(reused, built)
+    manifest = read_manifest(tmp_path / files[0])
+    assert manifest["inputs"]["identity"] == {"method": "Known", "knob": 1}
+    assert manifest["inputs"]["judge"] == "normalised-match" and manifest["stats"]["rows"] == 3
+
+
+def test_evaluate_keeps_other_knobs_and_queries_apart_and_resumes_after_an_interruption(tmp_path):
+    evaluate({"known": Known()}, QUERIES, tmp_path)
+    other_knob, subset = Known(knob=2), Known()
+    evaluate({"known": other_knob}, QUERIES, tmp_path)
+    evaluate({"known": subset}, QUERIES.iloc[:2], tmp_path)
+    assert other_knob.seen and subset.seen == [list(QUERIES["query"][:2])]
+    assert len(list(tmp_path.glob("known-*.jsonl"))) == 3  # three artifacts, none overwritten
+    with pytest.raises(KeyboardInterrupt):
+        evaluate({"a": Known(knob=3), "b": Known(knob=4, fail=True)}, QUERIES, tmp_path)
+    finished, resumed = Known(knob=3), Known(knob=4)
+    evaluate({"a": finished, "b": resumed}, QUERIES, tmp_path)
+    assert finished.seen == [] and resumed.seen == [list(QUERIES["query"])]
+
+
+def test_evaluate_refuses_a_method_that_cannot_say_what_decides_it(tmp_path):
+    with pytest.raises(TypeError, match="'echo' \\(Echo\\) has no identity\\(\\)"):
+        evaluate({"echo": Echo()}, QUERIES, tmp_path)
+    assert not list(tmp_path.iterdir())

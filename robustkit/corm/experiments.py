@@ -87,7 +87,8 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
 def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFrame, *,
                 m: int | None = None) -> pd.DataFrame:
     """Forced generation (γ off) for every named method and query; one row per (method, query),
-    with where the first gold-bearing passage landed in each ranking.
+    with where the first gold-bearing passage landed in each ranking. Each method's rows are
+    staged under ``runs/<scale>/corm/results/`` (``methods.evaluate``: a manifest per method).
 
     LLM-rerank answers only the biased queries of ``cfg.llm_rerank_questions`` test questions
     (a seeded sample; every query when 0), so its rows — and every paired comparison with it —
@@ -98,8 +99,9 @@ def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFr
     frames = []
     for name in names:
         asked = llm_rerank_subset(cfg, queries) if name == "llm-rerank" else queries
-        frames.append(kit_methods.run({name: method(cfg, name, m=m)}, asked))
+        frames.append(kit_methods.evaluate({name: method(cfg, name, m=m)}, asked, pipeline.run_dir(cfg) / "results"))
     results = pd.concat(frames, ignore_index=True)
+    results["ranked_ids"] = [trace["ranked_ids"] for trace in results["trace"]]
     results["gold_ids_ranked"] = [[d for d in ranked if has_answer(corpus[d], answers)]
                                   for ranked, answers in zip(results["ranked_ids"], results["answers"])]
     results["gold_rank"] = [first_relevant_rank(r, g) for r, g in

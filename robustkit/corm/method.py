@@ -53,6 +53,9 @@ class RiskAwareRAG(RerankedRAG):
     def context(self, ids, scores):
         return select_context(ids, scores, self.gamma, self.c)
 
+    def identity(self) -> dict:
+        return {**super().identity(), "gamma": self.gamma}
+
 
 def select_context(ranked_ids: Sequence[str], scores: Sequence[float], gamma: float | None,
                    c: int) -> list[str]:
@@ -97,6 +100,9 @@ class PriorReranker:
     def score(self, queries, candidates, first_stage):
         critic = self.critic.score(queries, candidates, first_stage)
         return [interpolate(c, f, self.lam) for c, f in zip(critic, first_stage)]
+
+    def identity(self) -> dict:
+        return {**self.critic.identity(), "prior weight": self.lam}
 
     def uncached(self) -> "PriorReranker":
         return PriorReranker(self.name, self.critic.scorer.uncached(), self.lam)

@@ -42,9 +42,7 @@ def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.
                                              f"{cpu_info()['isa']}); "
                                              "finished stages are reused." if expected else
                                              "Finished stages are reused."), flush=True)
-    results = ex.run_methods(cfg, names, queries)
-    results.drop(columns=["answers", "gold_ids"]).to_json(run_dir(cfg) / "results.jsonl",
-                                                          orient="records", lines=True)
+    results = ex.run_methods(cfg, names, queries)  # staged per method under runs/<scale>/corm/results/
     table = ex.table1(results, ex.rerank_latency(cfg, names, list(queries["query"][:4])))
     curves, coverage = ex.risk_coverage_table(results)
     recall = ex.recall_table(results)

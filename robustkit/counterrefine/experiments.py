@@ -7,8 +7,6 @@ intervals resample questions and tests pair methods on the same question.
 """
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from robustkit.counterrefine import paper
@@ -101,11 +99,11 @@ def examples(results: pd.DataFrame, method: str = REFERENCE, n: int = 6) -> pd.D
         mine = frame[frame["method"] == method].set_index("question_id")
         base = frame[frame["method"] == BASELINE].set_index("question_id")["correct"]
         for qid, row in mine.iterrows():
-            trace = json.loads(row["trace"])
+            trace = row["trace"]
             outcome = _outcome(base[qid], row["correct"])
             if outcome in ("fixed", "harmed") or (trace["proposed"] and trace["validation"] != "accepted"):
-                right = bool(substring_match(trace["proposed"] or "", row["gold"]))
-                rows.append({"dataset": dataset, "question": row["question"], "gold": row["gold"][0],
+                right = bool(substring_match(trace["proposed"] or "", row["answers"]))
+                rows.append({"dataset": dataset, "question": row["query"], "gold": row["answers"][0],
                              "draft": trace["draft"], "proposed": trace["proposed"], "proposal right": right,
                              "final": row["answer"], "outcome": outcome, "diagnosis": diagnose(trace, outcome)})
     table = pd.DataFrame(rows)
@@ -172,4 +170,4 @@ def _outcome(before: float, after: float) -> str:
 
 def _traces(results: pd.DataFrame, dataset: str, method: str) -> list[dict]:
     part = results[(results["dataset"] == dataset) & (results["method"] == method)]
-    return [json.loads(t) for t in part["trace"] if isinstance(t, str)]
+    return [t for t in part["trace"] if t is not None]  # Baseline-RAG's rows have none

@@ -31,7 +31,7 @@ from robustkit.counterrefine.validate import (Refinement, canonical, parse_refin
                                               validate)
 from robustkit.data.records import Corpus, Passage
 from robustkit.methods import Answer, Query, check_queries, spread_latency
-from robustkit.reader import answer_with_context
+from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import search_for
 
 REFINE_PROMPT = ("{snippets}\n\nQuestion: {question}\nDraft answer: {draft}\n\n"
@@ -119,6 +119,15 @@ class CounterRefine:
                        "canonicalise": self.canonicalise}))
         spread_latency(answers, start)
         return answers
+
+    def identity(self) -> dict:
+        """What decides its answers (``methods.evaluate`` stages results under it)."""
+        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
+                "generator": self.generator.identity(), "prompts": {"reader": READER_VERSION, "refine": PROMPT_VERSION},
+                "knobs": {"k": self.k, "max_snippets": self.max_snippets, "second_pass": self.second_pass,
+                          "validator": self.validator, "canonicalise": self.canonicalise, "decoding": self.decoding,
+                          "revise_above": self.revise_above, "max_words": self.max_words,
+                          "draft_tokens": self.draft_tokens, "refine_tokens": self.refine_tokens}}
 
     def second_queries(self, question: str, draft: str) -> list[str]:
         """The second pass's queries: ``answer_conditioned_queries``, q alone for the "question"

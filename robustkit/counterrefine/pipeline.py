@@ -12,19 +12,17 @@ differ only by what the second pass changes.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from robustkit import resources
-from robustkit.artifacts import stage
+from robustkit.artifacts import read_json, stage, write_json
 from robustkit.config import runs_dir
 from robustkit.counterrefine.config import CounterRefineConfig, settings
 from robustkit.counterrefine.method import PROMPT_VERSION, CounterRefine, calibrate_revise_threshold
-from robustkit.data.records import read_jsonl, write_jsonl
 from robustkit.judges import NormalisedMatch
-from robustkit.methods import Query
+from robustkit.methods import Query, evaluate
 from robustkit.metrics import token_f1
 from robustkit.models import resolve_model
 from robustkit.qa_sets import QASet, short_answer_sets
@@ -69,15 +67,23 @@ def methods(cfg: CounterRefineConfig, ev: QASet, revise_above: float = 0.5) -> d
 
 def calibrate(cfg: CounterRefineConfig, ev: QASet) -> dict:
     """The REVISE threshold for constrained decoding, from the dataset's calibration questions:
-    their drafts' error rate and the refiner's P(REVISE) on each (``calibrate_revise_threshold``)."""
+    their drafts' error rate and the refiner's P(REVISE) on each (``calibrate_revise_threshold``).
+    Staged under ``runs/<scale>/counterrefine/``: calibrated once, then read."""
     if cfg.decoding == "free" or not ev.train:
         return {"revise_above": 0.5, "questions": 0, "draft_error": None}
     probe = methods(cfg, ev, revise_above=1.0)["counterrefine"]  # decide only: nothing is revised
-    answers = probe.answer([Query(q.id, q.id, q.text) for q in ev.train])
-    correct = NormalisedMatch()([q.text for q in ev.train], [a.text for a in answers],
-                                [q.answers for q in ev.train])
-    threshold = calibrate_revise_threshold([a.trace["p_revise"] for a in answers], correct)
-    return {"revise_above": threshold, "questions": len(answers), "draft_error": 1 - sum(correct) / len(correct)}
+
+    def build(out: Path, scratch: Path) -> dict:
+        answers = probe.answer([Query(q.id, q.id, q.text) for q in ev.train])
+        correct = NormalisedMatch()([q.text for q in ev.train], [a.text for a in answers],
+                                    [q.answers for q in ev.train])
+        threshold = calibrate_revise_threshold([a.trace["p_revise"] for a in answers], correct)
+        write_json(out, {"revise_above": threshold, "questions": len(answers),
+                         "draft_error": 1 - sum(correct) / len(correct)})
+
+    inputs = {"probe": probe.identity(), "questions": [q.id for q in ev.train],
+              "answers": [list(q.answers) for q in ev.train]}
+    return stage(run_dir(cfg) / f"calibration-{ev.name}.json", inputs, build, read_json)
 
 
 def run_log(cfg: CounterRefineConfig | None = None) -> dict:
@@ -95,33 +101,32 @@ def run_log(cfg: CounterRefineConfig | None = None) -> dict:
 
 
 def run(cfg: CounterRefineConfig | None = None) -> pd.DataFrame:
-    """Every method × evaluated question, scored (staged: reused when the run log matches).
-    Baseline-RAG's rows are CounterRefine's drafts."""
+    """Every method × evaluated question, scored: each variant through ``methods.evaluate``
+    (staged per dataset and method under ``runs/<scale>/counterrefine/results/``), after the
+    dataset's REVISE threshold is calibrated (``calibrate``). Baseline-RAG's rows are
+    CounterRefine's drafts (its step 1), read from the traces: the two differ only by what the
+    second pass changes, and the draft's cost is its own."""
     cfg = settings(cfg)
-    judge = NormalisedMatch()
-
-    def build(out: Path, scratch: Path) -> dict:
-        rows, stats = [], {}
-        for ev in eval_sets(cfg):
-            stats[ev.name] = calibration = calibrate(cfg, ev)
-            queries = [Query(q.id, q.id, q.text) for q in ev.questions]
-            for name, method in methods(cfg, ev, calibration["revise_above"]).items():
-                answers = method.answer(queries)
-                if name == "counterrefine":  # step 1 alone is Baseline-RAG
-                    rows += _rows(ev, BASELINE, [a.trace["draft"] for a in answers], answers, judge, baseline=True)
-                rows += _rows(ev, name, [a.text for a in answers], answers, judge)
-        write_jsonl(out, rows)
-        return stats
-
-    return pd.DataFrame(stage(run_dir(cfg) / "results.jsonl", run_log(cfg), build, read_jsonl))
+    judge, frames = NormalisedMatch(), []
+    for ev in eval_sets(cfg):
+        threshold = calibrate(cfg, ev)["revise_above"]
+        queries = pd.DataFrame({"query_id": [q.id for q in ev.questions], "question_id": [q.id for q in ev.questions],
+                                "query": [q.text for q in ev.questions], "answers": [list(q.answers) for q in ev.questions],
+                                "dataset": ev.name})
+        results = evaluate(methods(cfg, ev, threshold), queries, run_dir(cfg) / "results" / ev.name, judge)
+        refined = results[results["method"] == "counterrefine"]
+        frames += [_drafts(refined, judge), results]
+    results = pd.concat(frames, ignore_index=True)  # per dataset: Baseline-RAG, then METHODS' order
+    results["f1"] = [token_f1(text, gold) for text, gold in zip(results["answer"], results["answers"])]
+    results["snippets"] = results["passage_ids"].map(len)
+    return results
 
 
-def _rows(ev: QASet, method: str, texts, answers, judge, baseline: bool = False) -> list[dict]:
-    correct = judge([q.text for q in ev.questions], texts, [q.answers for q in ev.questions])
-    return [{"dataset": ev.name, "method": method, "question_id": q.id, "question": q.text,
-             "gold": list(q.answers), "answer": text, "correct": float(ok), "f1": token_f1(text, q.answers),
-             "retrieval_calls": 1 if baseline else a.retrieval_calls, "model_calls": 1 if baseline else a.model_calls,
-             "passage_ids": a.trace["draft_ids"] if baseline else a.passage_ids,
-             "snippets": len(a.trace["draft_ids"]) if baseline else len(a.passage_ids),
-             "latency_s": a.trace["draft_s"] if baseline else a.latency_s, "trace": None if baseline else json.dumps(a.trace)}
-            for q, text, ok, a in zip(ev.questions, texts, correct, answers)]
+def _drafts(refined: pd.DataFrame, judge) -> pd.DataFrame:
+    """Baseline-RAG's rows: CounterRefine's drafts, their passages, retrieval, call and time."""
+    traces = refined["trace"]
+    return refined.assign(
+        method=BASELINE, answer=[t["draft"] for t in traces], abstained=False,
+        correct=[float(ok) for ok in judge(list(refined["query"]), [t["draft"] for t in traces], list(refined["answers"]))],
+        passage_ids=[t["draft_ids"] for t in traces], retrieval_calls=1, model_calls=1,
+        latency_s=[t["draft_s"] for t in traces], trace=None)

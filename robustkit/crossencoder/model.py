@@ -247,6 +247,14 @@ class CrossEncoderScorer:
             precision = mixed_precision(self.device).replace("no", "fp32")
             self._store_model = f"cross-encoder:{store_as}:{precision}"
 
+    def identity(self) -> dict:
+        """The checkpoint (``store_as``) and precision its scores come from; a model held only in
+        memory has none to record, so results from it cannot be staged."""
+        if self._store is None:
+            raise ValueError("this cross-encoder scorer has no stored checkpoint identity (store_as): results "
+                             "from it cannot be staged; score with methods.run, or load it with stored_scorer")
+        return {"cross-encoder": self._store_model}
+
     def uncached(self) -> "CrossEncoderScorer":
         """The same model and batch size, scoring every pair afresh."""
         return CrossEncoderScorer(self.model, self.batch_size, self.device, cache=False)
