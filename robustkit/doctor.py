@@ -39,6 +39,7 @@ from robustkit.config import (CHECKOUT, MINI_DIR, Scale, cache_dir, get_scale, h
 from robustkit.data import (check_mini, data_dir, load_nli, mini_corpus, mini_misconceptions, mini_multihop,
                             mini_questions, mini_rewrites)
 from robustkit.judges import NLIAdjudicator
+from robustkit.locks import exclusive
 from robustkit.methods import Query, queries_from
 from robustkit.metrics import recall_at_k
 from robustkit.models import kit_trained, resolve_model
@@ -83,7 +84,9 @@ def run(scale: Scale | str | None = None, only=None, dataset: str | None = None)
     names = selected(only)
     scale = get_scale(scale) if dataset is None else with_overrides(scale, dataset=dataset)
     rows = []
-    with isolated_runs(cache_dir() / "doctor"):
+    folder = cache_dir() / "doctor"
+    # a second doctor (another notebook, another shell) waits instead of wiping this one's folder
+    with exclusive(folder, "running the doctor"), isolated_runs(folder):
         for name in names:
             print(f"[doctor] {name} …", flush=True)
             rows.append(run_check(name, CHECKS[name], scale))

@@ -6,12 +6,14 @@ any figure from its CSV alone.
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from robustkit.artifacts import atomic_write_text
 from robustkit.config import figures_dir
 
 PALETTE = {"clean": "#4C72B0", "biased": "#DD8452"}
@@ -40,11 +42,21 @@ def figure_suffix(scale: str) -> str:
 
 
 def save(fig, name: str, table: pd.DataFrame | None = None) -> Path:
-    """Write ``figures/<name>.png`` (and ``<name>.csv`` with the plotted numbers)."""
+    """Write ``figures/<name>.png`` (and ``<name>.csv`` with the plotted numbers), each whole or
+    not at all: a run killed mid-write never leaves a truncated figure beside a stale table."""
     out = figures_dir() / f"{name}.png"
-    fig.savefig(out)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    atomic_write_text(out, png.getvalue())
     if table is not None:
-        table.to_csv(out.with_suffix(".csv"), index=False)
+        save_table(table, name)
+    return out
+
+
+def save_table(table: pd.DataFrame, name: str) -> Path:
+    """Write ``figures/<name>.csv`` atomically."""
+    out = figures_dir() / f"{name}.csv"
+    atomic_write_text(out, table.to_csv(index=False))
     return out
 
 

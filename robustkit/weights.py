@@ -72,8 +72,11 @@ def fp16_dtype(spec: ModelSpec, device: str, reason: str) -> tuple[str, str]:
     card = gpu().name if gpu() else device
     key = f"{spec.name} on {card}"
     if key not in verdicts:
-        verdicts[key] = finite_in_fp16(spec, device)
-        atomic_write_text(record, json.dumps(verdicts, indent=1))
+        finite = finite_in_fp16(spec, device)
+        with exclusive(record, "recording an fp16 probe"):  # merged, so another process's verdicts stay
+            verdicts = json.loads(record.read_text()) if record.exists() else {}
+            verdicts[key] = finite
+            atomic_write_text(record, json.dumps(verdicts, indent=1))
     if verdicts[key]:
         return "float16", reason
     DTYPE_FALLBACKS.append(spec.name)

@@ -114,3 +114,27 @@ def test_folder_artifacts(tmp_path):
 def test_a_build_that_writes_nothing_is_an_error(tmp_path):
     with pytest.raises(RuntimeError, match="without writing its artifact"):
         stage(tmp_path / "a.txt", {"x": 1}, lambda out, scratch: None, lambda p: p)
+
+
+def test_a_figure_and_its_table_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from robustkit import plots
+
+    monkeypatch.setenv("ROBUSTKIT_FIGURES", str(tmp_path))
+    fig, table = plt.figure(), pd.DataFrame({"x": [1, 2]})
+    assert plots.save(fig, "f", table) == tmp_path / "f.png"
+    png = (tmp_path / "f.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and pd.read_csv(tmp_path / "f.csv").equals(table)
+
+    def dies_midway(out, **kwargs):
+        out.write(b"\x89PNG half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fig, "savefig", dies_midway)
+    with pytest.raises(KeyboardInterrupt):
+        plots.save(fig, "f", pd.DataFrame({"x": [3]}))
+    assert (tmp_path / "f.png").read_bytes() == png and pd.read_csv(tmp_path / "f.csv").equals(table)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv", "f.png"]
+    plt.close(fig)

@@ -87,3 +87,26 @@ def test_dataset_swaps_the_data_and_keeps_the_scales_knobs(user_folders, monkeyp
     assert stop.value.code == 2 and "invalid choice: 'wikipedia'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown dataset 'nq' for a scale; expected one of mini, nq_open_oracle"):
         config.with_overrides("tiny", dataset="nq")
+
+
+def test_a_second_doctor_cannot_wipe_the_folder_of_one_that_runs(user_folders, monkeypatch):
+    """The doctor empties its folder first: it holds that folder's lock while it runs, so a second
+    doctor (another notebook) waits for it instead of deleting its artifacts mid-check."""
+    import fcntl
+
+    held = []
+
+    def check(scale):
+        lock = user_folders.parent / "cache" / ".doctor.lock"
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append("running the doctor" in lock.read_text())
+        finally:
+            os.close(fd)
+        return doctor.Outcome("ran")
+
+    monkeypatch.setattr(doctor, "CHECKS", {"a": check})
+    assert list(doctor.run("tiny")["status"]) == ["pass"] and held == [True]

@@ -225,3 +225,17 @@ def test_two_cold_processes_convert_smollm2_once(tmp_path, spawn):
     target = Path(first.result())
     assert second.result() == str(target) and (target / "config.json").exists()
     assert sorted(p.name for p in target.parent.iterdir()) == [f".{target.name}.lock", target.name]
+
+
+def test_an_fp16_verdict_is_merged_with_what_another_process_recorded_meanwhile(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROBUSTKIT_CACHE", str(tmp_path))
+    record = tmp_path / "fp16_probes.json"
+
+    def probe_while_another_process_records(spec, device):
+        record.write_text(json.dumps({"other/model on cpu": False}))  # written during our probe
+        return True
+
+    monkeypatch.setattr(weights, "finite_in_fp16", probe_while_another_process_records)
+    spec = ModelSpec("generator", "example/model", "/nowhere", "package:example")
+    assert weights.fp16_dtype(spec, "cpu", "no bf16") == ("float16", "no bf16")
+    assert json.loads(record.read_text()) == {"other/model on cpu": False, "example/model on cpu": True}

@@ -14,7 +14,7 @@ from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.pipeline import describe, run
 from robustkit.alignrag.train import run_dir, training_curves
 from robustkit.config import figures_dir
-from robustkit.plots import figure_suffix
+from robustkit.plots import figure_suffix, save_table
 
 
 def main(cfg: AlignRAGConfig | str | None = None) -> pd.DataFrame:
@@ -42,7 +42,7 @@ def save_tables(results: pd.DataFrame, curves: pd.DataFrame, scale: str) -> tupl
               "ood drop": ex.ood_drop(results), "iterations": ex.iterations(results),
               "informative": ex.informative_vs_noisy(results), "ablation": ex.ablation(results),
               "transitions": ex.transitions(results), "curves": curves}
-    tables["table5"].to_csv(figures_dir() / f"alignrag_table5{suffix}.csv", index=False)
+    save_table(tables["table5"], f"alignrag_table5{suffix}")
     drawn = {"table1": figures.plot_table1(tables["table1"], scale, name=f"alignrag_table1{suffix}"),
              "fig2": figures.plot_ood_drop(tables["ood drop"], scale, name=f"alignrag_fig2_ood{suffix}"),
              "fig3": figures.plot_iterations(tables["iterations"], scale, name=f"alignrag_fig3_iterations{suffix}"),

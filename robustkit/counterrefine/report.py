@@ -13,7 +13,7 @@ from robustkit.counterrefine import experiments as ex
 from robustkit.counterrefine import figures
 from robustkit.counterrefine.config import CounterRefineConfig, settings
 from robustkit.counterrefine.pipeline import describe, run, run_dir
-from robustkit.plots import figure_suffix
+from robustkit.plots import figure_suffix, save_table
 
 
 def main(cfg: CounterRefineConfig | str | None = None) -> pd.DataFrame:
@@ -40,9 +40,8 @@ def save_tables(results: pd.DataFrame, scale: str) -> tuple[dict[str, pd.DataFra
     tables = {"table3": ex.table3(results), "table4": ex.table4(results), "transitions": ex.transitions(results),
               "helped vs harmed": ex.helped_vs_harmed(results), "validation": ex.validation_outcomes(results),
               "cost": ex.cost(results)}
-    tables["table3"][["method", "dataset", "correct", "f1", "n", "source"]].to_csv(
-        figures_dir() / f"counterrefine_table3{suffix}.csv", index=False)
-    tables["table4"].drop(columns=["CI low", "CI high"]).to_csv(figures_dir() / f"counterrefine_table4{suffix}.csv", index=False)
+    save_table(tables["table3"][["method", "dataset", "correct", "f1", "n", "source"]], f"counterrefine_table3{suffix}")
+    save_table(tables["table4"].drop(columns=["CI low", "CI high"]), f"counterrefine_table4{suffix}")
     drawn = {"fig2": figures.plot_correct(tables["table3"], scale=scale, name=f"counterrefine_fig2{suffix}"),
              "fig3": figures.plot_transitions(tables["transitions"], scale=scale,
                                               name=f"counterrefine_transitions{suffix}")}

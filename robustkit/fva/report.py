@@ -9,12 +9,11 @@ import time
 
 import pandas as pd
 
-from robustkit.config import figures_dir
 from robustkit.fva import experiments as ex
 from robustkit.fva import figures
 from robustkit.fva.config import FVAConfig, settings
 from robustkit.fva.pipeline import adjudicator, describe, revisions_at_any_tau, run, run_dir, run_log
-from robustkit.plots import figure_suffix
+from robustkit.plots import figure_suffix, save_table
 
 
 def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
@@ -46,7 +45,7 @@ def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
                             values=["intervention rate", "accuracy"]).iloc[::4].round(1).to_string())
     figures.plot_tau_curve(curve, scale=cfg.scale.name, tau=cfg.tau, name=f"fva_tau{suffix}")
     for key, frame in tables.items():
-        frame.to_csv(figures_dir() / f"fva_{key}{suffix}.csv", index=False)
+        save_table(frame, f"fva_{key}{suffix}")
     print(f"[robustkit] done in {(time.perf_counter() - start) / 60:.1f} min (figures/fva_table2{suffix}.png, "
           f"fva_tau{suffix}.png "
           f"and fva_{{{','.join(tables)}}}{suffix}.csv)")
