@@ -308,8 +308,9 @@ def test_method_run_interrupted_resumes_to_the_same_answers(tmp_path, generator,
         methods.run({"dense": system}, queries)
     monkeypatch.setattr(reader, "_decode", real)
     resumed = methods.run({"dense": system}, queries)
-    columns = ["query_id", "answer", "ranked_ids", "correct"]
+    columns = ["query_id", "answer", "trace", "correct"]
     assert resumed[columns].to_json() == whole[columns].to_json()
+    assert all(trace["ranked_ids"] for trace in resumed["trace"])
 
 
 @pytest.mark.slow
