@@ -10,8 +10,8 @@
 The core — config, models, device, weights, session, artifacts, data, retrieval, llm, reader,
 crossencoder, judges, nli, methods, baselines, adaptive, resources, metrics, truthfulqa, plots,
 widgets, timings, memo (the owner of every in-process cache) — is shared; each method lives in its own folder (``corm/``, ``fva/``,
-``counterrefine/``, ``alignrag/``) and imports only the core. Submodules load on first use, so
-``import robustkit`` is cheap.
+``counterrefine/``, ``alignrag/``) and imports only the core; ``headtohead/`` composes them all
+(notebook 08). Submodules load on first use, so ``import robustkit`` is cheap.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "callcache", "config",
-               "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva", "gap",
+               "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva", "gap", "headtohead",
                "judges", "llm", "locks", "memo", "methods", "metrics", "models", "nli", "plots", "qa_sets",
                "reader", "resources", "retrieval", "session", "timings", "truthfulqa", "weights",
                "widgets", "workload")

@@ -12,7 +12,7 @@ from robustkit.models import OfflineModelError
 # errors whose message already says what is wrong and where (a bug still shows its traceback)
 KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError, ModelDoesNotFit)
 
-METHODS = ("corm", "fva", "counterrefine", "alignrag")
+METHODS = ("corm", "fva", "counterrefine", "alignrag", "headtohead")
 
 
 def main(argv=None) -> int:
@@ -22,7 +22,8 @@ def main(argv=None) -> int:
                          "the critics, evaluate, Table 1, Fig. 3-4; fva: FVA-RAG and its baselines "
                          "on TruthfulQA, Table 2; counterrefine: CounterRefine, its ablations and "
                          "Baseline-RAG, Table 3-4, Fig. 2-3; alignrag: train the critics, CDA vs "
-                         "Self-Refine and baselines, Table 1 and 5, Fig. 2-4 and 6)")
+                         "Self-Refine and baselines, Table 1 and 5, Fig. 2-4 and 6; headtohead: every method and "
+                         "baseline on the same queries, cost-accuracy and robustness figures)")
     run.add_argument("method", nargs="?", default="corm", choices=METHODS)
     run.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny "
                      "(colab on a GPU)")

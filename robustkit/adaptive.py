@@ -21,6 +21,7 @@ Both stay within the budget every FVA-RAG comparison uses: at most two retrieval
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Sequence
 
@@ -29,7 +30,7 @@ import numpy as np
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
 from robustkit.methods import Answer, Query, check_queries, spread_latency
-from robustkit.reader import answer_with_context
+from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import split_per_query, top_passages
 
 IS_RELEVANT = ("Passage: {passage}\n\nQuestion: {question}\nIs this passage relevant to the "
@@ -39,6 +40,8 @@ IS_SUPPORTED = ("Passage: {passage}\n\nQuestion: {question}\nAnswer: {answer}\nI
 CLOSED_BOOK = "Answer in at most 10 words: {question}"
 REWRITE = ("Rewrite this question as a short web search query that would find a reliable answer.\n"
            "Question: {question}\nQuery:")
+# names the prompts in artifact manifests: an edited prompt never reuses old answers
+PROMPT_VERSION = hashlib.sha256("\x00".join((IS_RELEVANT, IS_SUPPORTED, CLOSED_BOOK, REWRITE)).encode()).hexdigest()[:12]
 
 
 class SelfRAG:
@@ -93,6 +96,13 @@ class SelfRAG:
         spread_latency(answers, start)
         return answers
 
+    def identity(self) -> dict:
+        """What decides its answers (``methods.evaluate`` stages results under it)."""
+        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
+                "generator": self.generator.identity(), "prompts": {"reader": READER_VERSION, "adaptive": PROMPT_VERSION},
+                "knobs": {"k": self.k, "relevance_threshold": self.threshold, "max_words": self.max_words,
+                          "answer_tokens": self.answer_tokens}}
+
     def _yes(self, prompts: list[str], desc: str) -> np.ndarray:
         probs = self.generator.option_probabilities(prompts, desc=desc) if prompts else []
         return np.array([p[0] for p in probs], dtype=np.float32)
@@ -146,6 +156,16 @@ class CRAG:
                    for i, (q, text, ctx, s) in enumerate(zip(queries, texts_out, contexts, scores))]
         spread_latency(answers, start)
         return answers
+
+    def identity(self) -> dict:
+        """What decides its answers: the evaluator (a stored cross-encoder, or the dense cosine)
+        and the thresholds it was calibrated to, among the rest."""
+        evaluator = self.evaluator.identity() if self.evaluator is not None else "dense-cosine"
+        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
+                "generator": self.generator.identity(), "evaluator": evaluator,
+                "prompts": {"reader": READER_VERSION, "adaptive": PROMPT_VERSION},
+                "knobs": {"k": self.k, "upper": self.upper, "lower": self.lower, "max_words": self.max_words,
+                          "answer_tokens": self.answer_tokens}}
 
     def action(self, scores: np.ndarray) -> str:
         best = float(scores.max()) if len(scores) else float("-inf")

@@ -18,7 +18,7 @@ from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
 from robustkit.methods import Answer, Query, check_queries, spread_latency
 from robustkit.reader import READER_VERSION, answer_with_context
-from robustkit.retrieval import split_per_query
+from robustkit.retrieval import Hit, split_per_query
 
 
 class Reranker(Protocol):
@@ -198,6 +198,38 @@ class RerankedRAG:
             a.text = text
         spread_latency(answers, start)
         return answers
+
+
+class RerankedRetriever:
+    """A retriever whose top k is the first stage's top M reordered by a reranker: any method
+    that takes a retriever (FVA-RAG, CounterRefine …) can read, say, the CoRM critic's most
+    robust evidence first. Hits carry the reranker's scores."""
+
+    def __init__(self, base, reranker: Reranker, *, m: int):
+        check_knob("M (candidates)", m, integer=True, low=1)
+        self.base, self.reranker, self.m = base, reranker, m
+        self.corpus = base.corpus
+        self.name = f"{getattr(base, 'name', 'retriever')}+{reranker.name}"
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        check_knob("k", k, integer=True, low=1)
+        if isinstance(queries, str):
+            raise TypeError("queries must be a list of strings, not one string; wrap it in a list")
+        queries = list(queries)
+        if not queries:
+            return []
+        hits = self.base.search(queries, max(self.m, k))
+        candidates = [[self.corpus[h.doc_id] for h in row] for row in hits]
+        scores = self.reranker.score(queries, candidates, [[h.score for h in row] for row in hits])
+        ranked = []
+        for row, s in zip(hits, scores):
+            order = np.argsort(-np.asarray(s), kind="stable")[:k]
+            ranked.append([Hit(row[i].doc_id, float(s[i]), rank) for rank, i in enumerate(order)])
+        return ranked
+
+    def identity(self) -> dict:
+        return {"retriever": self.name, "base": self.base.identity(), "reranker": self.reranker.identity(),
+                "m": self.m}
 
 
 ABSTAIN = "Abstain: Insufficient reliable evidence"

@@ -63,6 +63,19 @@ def check_knob(name: str, value, *, integer: bool = False, low: float | None = N
         raise ValueError(f"{name} must be <= {high}, got {value!r}")
 
 
+def knobs_at(config_class, defaults: dict[str, dict], scale, changes: dict, what: str):
+    """A method's knobs at a scale — ``config_class`` built from ``defaults[scale name]`` with
+    ``changes`` — or, when ``scale`` already is such a config, that config with ``changes``;
+    an unknown knob is refused with the known ones named (``what``: the method, for messages)."""
+    if isinstance(scale, config_class):
+        return scale.replace(**changes) if changes else scale
+    scale = get_scale(scale)
+    known = {f.name for f in fields(config_class)} - {"scale"}
+    if unknown := sorted(set(changes) - known):
+        raise ValueError(f"unknown {what} knob(s) {unknown}; expected some of {sorted(known)}")
+    return config_class(scale, **{**defaults.get(scale.name, {}), **changes})
+
+
 SCALE_DATASETS = ("mini", "nq_open_oracle")  # the datasets with a corpus and training/test splits
 
 

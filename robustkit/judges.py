@@ -89,6 +89,10 @@ class Adjudicator(Protocol):
     def contradiction(self, questions: Sequence[str], answers: Sequence[str],
                       passages: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
 
+    def identity(self) -> dict:
+        """What decides its scores, for the manifests of staged results."""
+        ...
+
 
 class NLIAdjudicator:
     """An NLI model's P(contradiction) that each passage refutes "question + answer".
@@ -106,6 +110,10 @@ class NLIAdjudicator:
             raise ValueError(f"the hypothesis template {hypothesis!r} must contain '{{answer}}'")
         self.classifier, self.hypothesis, self.max_words = classifier, hypothesis, max_words
         self.name = f"nli:{classifier.name}"
+
+    def identity(self) -> dict:
+        return {"adjudicator": "nli", "model": self.classifier.identity(), "hypothesis": self.hypothesis,
+                "max_words": self.max_words}
 
     def contradiction(self, questions, answers, passages):
         _check_triples(questions, answers, passages)
@@ -145,6 +153,9 @@ class AnswerConflict:
 
         check_knob("overlap", overlap, low=0, high=1, low_open=True)
         self.overlap = overlap
+
+    def identity(self) -> dict:
+        return {"adjudicator": self.name, "overlap": self.overlap}
 
     def contradiction(self, questions, answers, passages):
         _check_triples(questions, answers, passages)

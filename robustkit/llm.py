@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from robustkit import prefix
 from robustkit.callcache import CallCache
-from robustkit.config import Scale, announce_long_work, cache_dir, check_knob, get_scale, show_progress
+from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
 from robustkit.device import DTYPES, model_dtype, pick_device
 from robustkit.models import ModelSpec, auto_config, resolve_model
 from robustkit.weights import fp16_dtype, load_causal_lm, load_tokenizer, weights_dir

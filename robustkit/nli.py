@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from robustkit.artifacts import read_manifest, stage
+from robustkit.artifacts import digest, read_manifest, stage
 from robustkit.config import (Scale, check_knob, get_scale, quiet_model_loading, runs_dir,
                               show_progress)
 from robustkit.data.nli import LABELS, NLIPair, NLISet, load_nli
@@ -120,6 +120,11 @@ class NLIClassifier:
                                  premises, hypotheses, max_length=INFER_MAX_LENGTH, device=self.device,
                                  truncation=True, batch_pairs=None if self.device.startswith("cuda") else self.batch_size)
         return torch.softmax(logits, dim=-1)[:, self.columns].numpy()
+
+    def identity(self) -> dict:
+        """The model's name and, for the kit's own model, a digest of its training statistics
+        (another training run gives other dev accuracies, hence another identity)."""
+        return {"nli": self.name, **({"trained": digest(self.stats)[:16]} if self.stats else {})}
 
     def __repr__(self) -> str:
         return f"NLIClassifier({self.name!r}, device={self.device!r})"

@@ -211,3 +211,46 @@ def trajectory_explorer(results: pd.DataFrame):
     if labels:
         show()
     return widgets.VBox([pick, refiner, out])
+
+
+def headtohead_explorer(results: pd.DataFrame, corpus):
+    """Every method on one query, side by side: pick a query (✓ counts the methods that got it
+    right) to see each method's answer, its first answer where it has one, the first passage it
+    read, its cost and the short fields of its trace (a verdict, an action, a validation …).
+
+    ``results`` is ``headtohead.run``'s table; ``corpus`` the scale's (``resources.corpus_for``)."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    from robustkit.headtohead.experiments import first_answer
+
+    queries = results.drop_duplicates("query_id")
+    right = results.groupby("query_id")["correct"].sum()
+    methods = results["method"].nunique()
+    labels = [(f"[{r.type}] {int(right[r.query_id])}/{methods} ✓  {r.query[:80]}", r.query_id)
+              for r in queries.itertuples()]
+    pick = widgets.Dropdown(options=labels, description="query", layout=widgets.Layout(width="95%"))
+    out = widgets.Output()
+
+    def short(trace: dict) -> str:  # a trace's scalar fields, the lists and long texts left out
+        return "; ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in trace.items()
+                         if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 30)
+
+    def show(change=None):
+        with out:
+            out.clear_output()
+            rows = results[results["query_id"] == pick.value]
+            print(f"{rows['query'].iloc[0]}\ngold: {', '.join(rows['answers'].iloc[0])}")
+            view = pd.DataFrame({
+                "method": rows["method"], "answer": rows["answer"].str.slice(0, 60),
+                "correct": rows["correct"].map({1.0: "✓", 0.0: "✗"}).where(~rows["abstained"], "abstained"),
+                "first answer": [(first_answer(t) or "")[:40] for t in rows["trace"]],
+                "first passage read": [corpus[ids[0]].title[:30] if len(ids) else "" for ids in rows["passage_ids"]],
+                "model calls": rows["model_calls"], "retrieval calls": rows["retrieval_calls"],
+                "trace": [short(t)[:90] for t in rows["trace"]]})
+            with pd.option_context("display.max_colwidth", 90):
+                display(view.set_index("method"))
+
+    pick.observe(show, names="value")
+    show()
+    return widgets.VBox([pick, out])

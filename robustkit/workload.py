@@ -383,7 +383,59 @@ def _nb07(s: Scale) -> dict:
     return stages
 
 
-_NOTEBOOKS = {"00": _nb00, "01": _nb01, "02": _nb02, "03": _nb03, "04": _nb04, "05": _nb05, "06": _nb06, "07": _nb07}
+def _nb08(s: Scale) -> dict:
+    """Every method on n test questions' clean and biased queries. CoRM's methods ask notebook 04's
+    very prompts (cache hits), but for LLM-rerank's clean queries; the others start cold."""
+    import robustkit as rk
+    corm, fva, cr, ar, r = (rk.corm.settings(s), rk.fva.settings(s), rk.counterrefine.settings(s),
+                            rk.alignrag.settings(s), RATES[s.name])
+    corpus, qk, rw = _KEYS[s.dataset]
+    test = TRAIN_TEST[s.dataset][1]
+    n = min(rk.headtohead.settings(s).n_questions or s.n_test_questions or test, s.n_test_questions or test, test)
+    total, q = 2 * n, (QUERY[qk][0] + QUERY[rw][0]) / 2
+    gen = lambda what, items, tin, out=_out("read", 24), budget=24: _gen(what, "generator", items, tin, out, budget)
+    m, words = min(corm.m_inference, CORPORA[corpus][3]), s.max_passage_words
+    clean = n if corm.llm_rerank_questions else 0  # notebook 04 read every query's candidates when 0
+    p, k = _ptok(corpus, fva.max_words or words), fva.k
+    read_k, draft = OVERHEAD["reader"] + k * p + q, _out("read", fva.draft_tokens)
+    rp, ck = _ptok(corpus, cr.max_words or words) + 1, cr.k
+    refine = OVERHEAD["cr_refine"] + min(cr.max_snippets, CR_SNIPPETS * ck) * rp + q + draft
+    ap, T = ar.k * (_ptok(corpus, ar.max_words or words) + 1), ar.iterations
+    ro, ao, co = _out("rationale", ar.rationale_tokens), _out("answer", ar.answer_tokens), _out("critique", ar.critique_tokens)
+    fva_rows = [gen("drafts (vanilla reads of k)", total, read_k, draft, fva.draft_tokens),
+                gen("FVA kill queries", total, OVERHEAD["kill"] + q + draft, _out("no_stop", fva.kill_tokens),
+                    fva.kill_tokens),
+                _fwd("FVA NLI: k anti-context passages", "nli", total * k, _pair(corpus, rw, 60) + draft),
+                gen("FVA revisions", total * r["falsified"], OVERHEAD["revision"] + 2 * k * p + q + draft,
+                    _out("revision", fva.revision_tokens), fva.revision_tokens)]
+    cr_rows = [gen("CounterRefine drafts", total, OVERHEAD["reader"] + ck * rp + q, draft, cr.draft_tokens),
+               (_gen("refine replies", "generator", total, refine, _out("cr_free", cr.refine_tokens),
+                     cr.refine_tokens) if cr.decoding == "free" else _fwd("KEEP / REVISE", "generator", total, refine))]
+    # composed: both again over the CoRM critic, which scores M candidates of every new search query
+    searches = total * (fva.m_kill_queries + CR_QUERIES)
+    return {"CoRM-RAG and rerankers": [_fwd("LLM-rerank: clean queries × M", "generator", clean * m,
+                                            OVERHEAD["llm_rerank"] + _ptok(corpus, words) + q)],
+            "composed over the CoRM critic": [*fva_rows, *cr_rows,
+                                              _fwd("critic: kill and second-pass queries × M", "critic_init",
+                                                   searches * m, _pair(corpus, rw))],
+            "FVA-RAG, Self-RAG, CRAG": [
+                *fva_rows,
+                _fwd("Self-RAG IsRelevant", "generator", total * k, OVERHEAD["is_relevant"] + p + q),
+                gen("Self-RAG answers", total * r["kept"], OVERHEAD["reader"] + p + q),
+                _fwd("Self-RAG IsSupported", "generator", total * r["kept"], OVERHEAD["is_supported"] + p + q + 16),
+                gen("CRAG rewrites and answers", total * (1 + r["crag_redo"]), read_k)],
+            "CounterRefine": cr_rows,
+            "Self-Refine and AlignRAG": [
+                gen("y0: rationale + answer", 2 * total, (OVERHEAD["ar_reason"] + OVERHEAD["ar_answer"] + ro) / 2 + ap + q,
+                    (ro + ao) / 2, ar.rationale_tokens),
+                gen("critiques, 2 critics", 2 * total * T, OVERHEAD["ar_critic"] + ap + q + ro + ao, co, ar.critique_tokens),
+                gen("refinements: rationale + answer", 4 * total * T,
+                    (OVERHEAD["ar_refine"] + ro + ao + co + OVERHEAD["ar_answer"] + ro) / 2 + ap + q, (ro + ao) / 2,
+                    ar.rationale_tokens)]}
+
+
+_NOTEBOOKS = {"00": _nb00, "01": _nb01, "02": _nb02, "03": _nb03, "04": _nb04, "05": _nb05, "06": _nb06, "07": _nb07,
+              "08": _nb08}
 
 
 def stage_work(notebook: str, scale: Scale | str | None = None) -> dict[str, list[Work]]:
@@ -395,7 +447,7 @@ def stage_work(notebook: str, scale: Scale | str | None = None) -> dict[str, lis
 
 
 def notebook_work(notebook: str, scale: Scale | str | None = None) -> list[Work]:
-    """The model work notebook "00".."07" does at ``scale`` (a Scale or its name), from a cold
+    """The model work notebook "00".."08" does at ``scale`` (a Scale or its name), from a cold
     cache, when run in order after the notebooks before it (each reuses upstream artifacts)."""
     return [w for rows in stage_work(notebook, scale).values() for w in rows]
 

@@ -107,7 +107,7 @@ def test_an_installed_kit_reads_the_packaged_teaching_set_and_writes_into_the_us
 
 
 
-@pytest.mark.parametrize("method", ["corm", "fva", "counterrefine", "alignrag"])
+@pytest.mark.parametrize("method", ["corm", "fva", "counterrefine", "alignrag", "headtohead"])
 def test_importing_every_module_of_a_method_keeps_its_names(method):
     """Notebook 06 once did ``from robustkit.counterrefine.run import save_tables``, and
     ``rk.counterrefine.run(cfg)`` became the module: names and modules must not share a name."""

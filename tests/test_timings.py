@@ -6,7 +6,7 @@ from robustkit import config, timings
 from robustkit.device import GB, GPU
 from robustkit.workload import notebook_work
 
-NOTEBOOKS = ("00", "01", "02", "03", "04", "05", "06", "07")
+NOTEBOOKS = ("00", "01", "02", "03", "04", "05", "06", "07", "08")
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)

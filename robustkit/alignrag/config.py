@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from robustkit.config import Scale, check_knob, get_scale
+from robustkit.config import Scale, check_knob, knobs_at
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,7 @@ DEFAULTS: dict[str, dict] = {
 
 def settings(scale: AlignRAGConfig | Scale | str | None = None, **changes) -> AlignRAGConfig:
     """AlignRAG's knobs at a scale (its defaults, with ``changes``); a config passes through."""
-    if isinstance(scale, AlignRAGConfig):
-        return scale.replace(**changes) if changes else scale
-    scale = get_scale(scale)
-    known = {f.name for f in fields(AlignRAGConfig)} - {"scale"}
-    unknown = sorted(set(changes) - known)
-    if unknown:
-        raise ValueError(f"unknown AlignRAG knob(s) {unknown}; expected some of {sorted(known)}")
-    return AlignRAGConfig(scale, **{**DEFAULTS.get(scale.name, {}), **changes})
+    return knobs_at(AlignRAGConfig, DEFAULTS, scale, changes, "AlignRAG")
 
 
 def _knobs(cfg: AlignRAGConfig) -> dict:

@@ -114,6 +114,15 @@ class AlignRAG:
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
         return align([self], queries)[self.name]
 
+    def identity(self) -> dict:
+        """What decides its answers: the generator, the critic (Self-Refine's is the generator
+        itself) and T, among the rest."""
+        critic = "self" if self.critic == SELF else self.critic.identity()
+        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
+                "generator": self.generator.identity(), "critic": critic, "prompts": PROMPT_VERSION,
+                "knobs": {"iterations": self.iterations, "k": self.k, "max_words": self.max_words,
+                          "critique_tokens": self.critique_tokens, **self.budgets}}
+
 
 def align(refiners: Sequence[AlignRAG], queries: Sequence[Query]) -> dict[str, list[Answer]]:
     """Run refiners that share a generator, retriever, corpus and k on the same queries together:
@@ -209,3 +218,7 @@ class ChainOfThought:
                    for q, y in zip(queries, ys)]
         spread_latency(answers, start)
         return answers
+
+    def identity(self) -> dict:
+        return {"method": type(self).__name__, "generator": self.generator.identity(), "prompts": PROMPT_VERSION,
+                "knobs": self.budgets}

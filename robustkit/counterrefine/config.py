@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from robustkit.config import Scale, check_knob, get_scale
+from robustkit.config import Scale, check_knob, knobs_at
 
 DECODINGS = ("free", "constrained")
 CITABLE = 9  # constrained decoding cites one of snippets [1]..[9] (ids of one token each)
@@ -74,14 +74,7 @@ DEFAULTS: dict[str, dict] = {
 
 def settings(scale: CounterRefineConfig | Scale | str | None = None, **changes) -> CounterRefineConfig:
     """CounterRefine's knobs at a scale (its defaults, with ``changes``); a config passes through."""
-    if isinstance(scale, CounterRefineConfig):
-        return scale.replace(**changes) if changes else scale
-    scale = get_scale(scale)
-    known = {f.name for f in fields(CounterRefineConfig)} - {"scale"}
-    unknown = sorted(set(changes) - known)
-    if unknown:
-        raise ValueError(f"unknown CounterRefine knob(s) {unknown}; expected some of {sorted(known)}")
-    return CounterRefineConfig(scale, **{**DEFAULTS.get(scale.name, {}), **changes})
+    return knobs_at(CounterRefineConfig, DEFAULTS, scale, changes, "CounterRefine")
 
 
 def _knobs(cfg: CounterRefineConfig) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from robustkit.config import Scale, check_knob, get_scale
+from robustkit.config import Scale, check_knob, knobs_at
 
 ADJUDICATORS = ("nli", "answer-conflict")
 # CRAG's retrieval evaluator: the kit's relevance cross-encoder (CRAG trains a T5 one for the same
@@ -66,14 +66,7 @@ DEFAULTS: dict[str, dict] = {"tiny": dict(n_mini=12, n_truthfulqa=6, n_mc=6, max
 
 def settings(scale: FVAConfig | Scale | str | None = None, **changes) -> FVAConfig:
     """FVA-RAG's knobs at a scale (its defaults, with ``changes``); a config passes through."""
-    if isinstance(scale, FVAConfig):
-        return scale.replace(**changes) if changes else scale
-    scale = get_scale(scale)
-    known = {f.name for f in fields(FVAConfig)} - {"scale"}
-    unknown = sorted(set(changes) - known)
-    if unknown:
-        raise ValueError(f"unknown FVA knob(s) {unknown}; expected some of {sorted(known)}")
-    return FVAConfig(scale, **{**DEFAULTS.get(scale.name, {}), **changes})
+    return knobs_at(FVAConfig, DEFAULTS, scale, changes, "FVA")
 
 
 def _knobs(cfg: FVAConfig) -> dict:

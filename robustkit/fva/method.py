@@ -25,7 +25,7 @@ import numpy as np
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
 from robustkit.methods import Answer, Query, check_queries, spread_latency
-from robustkit.reader import answer_with_context
+from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import top_passages
 
 KILL_PROMPT = ("Question: {question}\nProposed answer: {answer}\n\nWrite {m} short search queries "
@@ -110,6 +110,15 @@ class FVARAG:
                        "adjudicator_calls": len(negative[i]), "tau": self.tau}))
         spread_latency(answers, start)
         return answers
+
+    def identity(self) -> dict:
+        """What decides its answers (``methods.evaluate`` stages results under it)."""
+        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
+                "generator": self.generator.identity(), "adjudicator": self.adjudicator.identity(),
+                "prompts": {"reader": READER_VERSION, "fva": PROMPT_VERSION},
+                "knobs": {"k": self.k, "m": self.m, "tau": self.tau, "max_words": self.max_words,
+                          "draft_tokens": self.draft_tokens, "kill_tokens": self.kill_tokens,
+                          "revision_tokens": self.revision_tokens}}
 
     def kill_queries(self, questions: Sequence[str], drafts: Sequence[str]) -> tuple[list[list[str]], list[int]]:
         """m kill queries per draft, and how many of them came from ``KILL_TEMPLATES`` because the

@@ -1,0 +1,166 @@
+"""The head-to-head's tables: pure functions of the results table ``pipeline.run`` returns.
+
+    summary(results)       per method: accuracy (question-clustered CI), abstention, how often it
+                           changed its first answer and whether that fixed or broke it, cost
+    robustness(results)    per method and bias type: the drop from clean, with a CI
+    significance(results)  exact McNemar of every method against dense RAG, per condition
+    composition(results)   does the CoRM critic's evidence help FVA-RAG and CounterRefine?
+    pareto(table)          which methods no other beats on both accuracy and model calls
+    disagreements(results) the queries on which the methods disagree, and who got them right
+    findings(...)          the run's headline numbers as sentences (notebook 08 prints them)
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from robustkit.headtohead.pipeline import LABELS, REFERENCE
+from robustkit.judges import NormalisedMatch
+from robustkit.metrics import cluster_bootstrap_ci, exact_match, format_p, paired_tests
+
+
+def first_answer(trace: dict) -> str | None:
+    """The answer a method gave before it intervened: FVA-RAG's and CounterRefine's draft,
+    AlignRAG's and Self-Refine's round-0 answer; None for a method with a single answer."""
+    if "draft" in trace:
+        return trace["draft"]
+    if trace.get("trajectory"):
+        return trace["trajectory"][0]["answer"]
+    return None
+
+
+def summary(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per method, in run order: accuracy over all its queries (clean and biased) with a
+    95% CI that resamples questions, the share answered and the accuracy on those, for methods
+    with a first answer the share of queries where the final answer differs from it and how many
+    of those changes fixed or broke the answer (judged like the final one), and the mean model
+    calls, retrieval calls and wall milliseconds per query (as run: a call replayed from the call
+    cache takes ~0 s, so compare latencies within one fresh run only)."""
+    judge, rows = NormalisedMatch(), []
+    for method, frame in results.groupby("method", sort=False):
+        low, high = cluster_bootstrap_ci(frame["correct"].to_numpy(float), frame["question_id"].to_numpy())
+        answered = ~frame["abstained"].astype(bool)
+        row = {"method": method, "label": LABELS.get(method, method), "paper": frame["paper"].iloc[0],
+               "questions": frame["question_id"].nunique(), "queries": len(frame),
+               "accuracy": 100 * frame["correct"].mean(), "CI low": 100 * low, "CI high": 100 * high,
+               "answered %": 100 * answered.mean(),
+               "accuracy answered": 100 * frame.loc[answered, "correct"].mean() if answered.any() else np.nan}
+        firsts = [first_answer(t) for t in frame["trace"]]
+        if all(f is not None for f in firsts):
+            first_ok = judge(list(frame["query"]), firsts, list(frame["answers"]))
+            final_ok = frame["correct"].astype(bool).tolist()
+            changed = [not exact_match(a, [f]) for a, f in zip(frame["answer"], firsts)]
+            row.update({"changed %": 100 * np.mean(changed),
+                        "fixed": sum(c and ok and not was for c, ok, was in zip(changed, final_ok, first_ok)),
+                        "broke": sum(c and was and not ok for c, ok, was in zip(changed, final_ok, first_ok))})
+        row.update({"model calls / query": frame["model_calls"].mean(),
+                    "retrieval calls / query": frame["retrieval_calls"].mean(),
+                    "ms / query": 1000 * frame["latency_s"].mean()})
+        rows.append(row)
+    return pd.DataFrame(rows).round(2)
+
+
+def robustness(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per method and bias type (and ``all`` biased queries): on the questions that have
+    a rewrite of that type, clean and biased accuracy and the drop (clean − biased, points) with
+    a 95% CI that resamples questions (the pair of a question's clean and biased answer is kept)."""
+    clean = results.loc[results["condition"] == "clean", ["method", "question_id", "correct"]]
+    biased = results[results["condition"] == "biased"]
+    parts = [(t, part) for t, part in biased.groupby("type", sort=True)] + [("all", biased)]
+    rows = []
+    for kind, part in parts:
+        paired = part.merge(clean, on=["method", "question_id"], suffixes=("", " clean"), validate="m:1")
+        for method, frame in paired.groupby("method", sort=False):
+            drop = (frame["correct clean"] - frame["correct"]).to_numpy(float)
+            low, high = cluster_bootstrap_ci(drop, frame["question_id"].to_numpy())
+            rows.append({"method": method, "label": LABELS.get(method, method), "type": kind,
+                         "questions": frame["question_id"].nunique(), "queries": len(frame),
+                         "clean accuracy": 100 * frame["correct clean"].mean(),
+                         "biased accuracy": 100 * frame["correct"].mean(), "drop": 100 * drop.mean(),
+                         "drop CI low": 100 * low, "drop CI high": 100 * high})
+    order = {m: i for i, m in enumerate(results["method"].unique())}
+    table = pd.DataFrame(rows)
+    return table.sort_values(["type", "method"], key=lambda c: c.map(order) if c.name == "method" else c,
+                             kind="stable").reset_index(drop=True).round(2)
+
+
+def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
+    """Exact McNemar of ``reference`` against every other method on the clean queries and on the
+    queries of each bias type (one query per question in each: the kit's protocol), uncorrected;
+    ``comparisons`` counts them all (Bonferroni: 0.05 / comparisons)."""
+    return paired_tests(results, reference, by=["type"])
+
+
+COMPOSED = {"fva-rag+corm": "fva-rag", "counterrefine+corm": "counterrefine"}  # composed → the method alone
+
+
+def composition(results: pd.DataFrame) -> pd.DataFrame:
+    """Each composed method (the CoRM critic as its retriever) against the same method over dense
+    retrieval, on the clean and on the biased queries: both accuracies and the exact McNemar test
+    (``improvements``: questions only the method alone got right), uncorrected."""
+    frames = []
+    for composed, alone in COMPOSED.items():
+        part = results[results["method"].isin([composed, alone])]
+        if part["method"].nunique() < 2:
+            continue
+        accuracy = 100 * part.pivot_table(index="condition", columns="method", values="correct", sort=False)
+        tests = paired_tests(part, alone, by=["condition"])
+        frames.append(tests.assign(**{"accuracy alone": tests["condition"].map(accuracy[alone]),
+                                      "accuracy composed": tests["condition"].map(accuracy[composed])}))
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return table.assign(comparisons=len(table)).round(2) if len(table) else table
+
+
+def pareto(table: pd.DataFrame, cost: str = "model calls / query", value: str = "accuracy") -> pd.Series:
+    """Whether each row of ``summary``'s table is on the cost–accuracy front: no other method
+    is at least as accurate for at most the cost, and strictly better on one of them."""
+    c, v = table[cost].to_numpy(float), table[value].to_numpy(float)
+    dominated = [bool(np.any((c <= c[i]) & (v >= v[i]) & ((c < c[i]) | (v > v[i])))) for i in range(len(table))]
+    return pd.Series(~np.array(dominated), index=table.index, name="on the front")
+
+
+def disagreements(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per query on which the methods disagree (some right, some wrong): the query, its
+    type, how many methods got it right and which, most disputed first."""
+    wide = results.pivot_table(index=["query_id", "type", "query"], columns="method", values="correct",
+                               sort=False)
+    right = wide.sum(axis=1)
+    split = wide[(right > 0) & (right < wide.notna().sum(axis=1))]
+    rows = [{"query_id": qid, "type": kind, "query": text, "right": int(row.sum()), "of": int(row.notna().sum()),
+             "right methods": ", ".join(m for m, ok in row.items() if ok == 1)}
+            for (qid, kind, text), row in split.iterrows()]
+    table = pd.DataFrame(rows, columns=["query_id", "type", "query", "right", "of", "right methods"])
+    return table.assign(balance=(table["right"] / table["of"] - 0.5).abs()).sort_values(
+        "balance", kind="stable").drop(columns="balance").reset_index(drop=True)
+
+
+def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """The run's headline numbers as sentences: the most accurate method, the reference, the
+    largest and smallest drop under bias, and which paired tests clear 0.05 before and after
+    Bonferroni — with n, so a reader sees how little a small run can separate."""
+    first = table.iloc[0]
+    top = table[table["accuracy"] == table["accuracy"].max()]
+    ref = table.set_index("method").loc[REFERENCE]
+    overall = drops[drops["type"] == "all"].set_index("method")
+    worst, steadiest = overall["drop"].idxmax(), overall["drop"].idxmin()
+    level = 0.05 / max(len(tests), 1)
+    raw, corrected = tests[tests["p"] < 0.05], tests[tests["p"] < level]
+    lowest = overall.loc[steadiest, "drop"]
+    lines = [f"{int(first['questions'])} questions, {int(first['queries'])} queries per method "
+             f"(clean and biased); accuracies pool both, 95% CIs resample questions.",
+             f"Most accurate{f' ({len(top)} tied)' if len(top) > 1 else ''}: "
+             + ", ".join(f"{r['label']} {r['accuracy']:.1f}% (CI {r['CI low']:.1f}–{r['CI high']:.1f})"
+                         for _, r in top.iterrows())
+             + f"; the reference {LABELS.get(REFERENCE, REFERENCE)}: {ref['accuracy']:.1f}% "
+             f"(CI {ref['CI low']:.1f}–{ref['CI high']:.1f}).",
+             f"Largest drop from clean to biased: {LABELS.get(worst, worst)}, {overall.loc[worst, 'drop']:+.1f} points; "
+             f"smallest: {LABELS.get(steadiest, steadiest)}, {lowest:+.1f} points"
+             + (" (negative: more accurate on its biased queries than on the clean ones)." if lowest < 0 else "."),
+             f"Paired tests against {LABELS.get(REFERENCE, REFERENCE)}: {len(tests)} comparisons (exact McNemar per "
+             f"condition); {len(raw)} below 0.05 uncorrected, {len(corrected)} below the Bonferroni level "
+             f"{level:.2g}."]
+    for _, row in raw.iterrows():
+        better = "better" if row["regressions"] > row["improvements"] else "worse"
+        lines.append(f"  {LABELS.get(row['vs'], row['vs'])} is {better} than the reference on {row['type']} "
+                     f"queries (p {format_p(row['p'], relation=True)}, n = {row['n']}).")
+    return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""The head-to-head's run: every method of the four papers and their baselines on the same
+questions, corpus, generator, dense retriever and judge — one staged results table.
+
+    asked = rk.headtohead.queries(cfg)    # each test question clean and with its biased rewrite
+    results = rk.headtohead.run(cfg)      # one row per (method, query), scored
+
+The questions are CoRM-RAG's test queries (data/mini at tiny, NQ-open over its oracle corpus at
+small): each question clean and rewritten by the adversary under one of the three bias types.
+Every method reads the scale's corpus through the same dense retriever and the same reader, and
+is scored by normalised match. Each keeps the knobs its own notebook runs it with — CoRM's M
+candidates and context C, FVA-RAG's k and m, CounterRefine's k and snippet cap, AlignRAG's T —
+so the retrieval budgets differ by design; the tables report each method's retrieval and model
+calls beside its accuracy. Its trained parts are the ones notebooks 03–07 train (reused when
+staged): CoRM's critics, the NLI adjudicator, CRAG's evaluator, AlignRAG's critic.
+
+Results are staged per method under ``runs/<scale>/headtohead/results/`` (``methods.evaluate``).
+This folder is the one place that imports the method folders: it composes them, it adds none.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from robustkit import methods as kit_methods
+from robustkit import resources
+from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds
+from robustkit.alignrag import config as alignrag_config
+from robustkit.alignrag.method import SELF, AlignRAG
+from robustkit.alignrag.train import critic_generator
+from robustkit.baselines import CrossEncoderReranker, RerankedRetriever
+from robustkit.config import runs_dir
+from robustkit.corm import experiments as corm_experiments
+from robustkit.corm import pipeline as corm_pipeline
+from robustkit.corm.config import settings as corm_settings
+from robustkit.counterrefine import pipeline as counterrefine_pipeline
+from robustkit.counterrefine.config import settings as counterrefine_settings
+from robustkit.counterrefine.method import CounterRefine
+from robustkit.fva import pipeline as fva_pipeline
+from robustkit.fva.config import settings as fva_settings
+from robustkit.fva.method import FVARAG
+from robustkit.headtohead.config import HeadToHeadConfig, settings
+
+REFERENCE = "dense"  # every paired test compares with vanilla dense RAG
+# where each method comes from (the tables' "paper" column)
+PAPERS = {"bm25": "baseline", "dense": "baseline", "random": "baseline", "relevance-ce": "baseline",
+          "pa-ce": "CoRM-RAG (baseline)", "llm-rerank": "CoRM-RAG (baseline)", "corm": "CoRM-RAG",
+          "corm+abstain": "CoRM-RAG", "self-rag": "FVA-RAG (baseline)", "crag": "FVA-RAG (baseline)",
+          "fva-rag": "FVA-RAG", "counterrefine": "CounterRefine", "self-refine": "AlignRAG (baseline)",
+          "alignrag": "AlignRAG", "fva-rag+corm": "composed (kit)", "counterrefine+corm": "composed (kit)"}
+LABELS = {**corm_experiments.METHOD_LABELS, "corm": "CoRM critic (forced)",
+          "corm+abstain": "CoRM critic + abstention", "self-rag": "Self-RAG", "crag": "CRAG",
+          "fva-rag": "FVA-RAG", "counterrefine": "CounterRefine", "self-refine": "Self-Refine",
+          "alignrag": "AlignRAG (CDA, CPO critic)", "fva-rag+corm": "FVA-RAG over the CoRM critic",
+          "counterrefine+corm": "CounterRefine over the CoRM critic"}
+
+
+def run_dir(cfg: HeadToHeadConfig | None = None) -> Path:
+    path = runs_dir(settings(cfg).scale) / "headtohead"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def queries(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
+    """CoRM's test queries of ``cfg.n_questions`` test questions (a seeded sample; all when 0):
+    one row per query with ``condition`` (clean/biased), ``type`` (clean or the bias type) and the
+    gold ``answers``."""
+    cfg = settings(cfg)
+    table = corm_experiments.test_queries(corm_settings(cfg.scale))
+    chosen = resources.sample(sorted(table["question_id"].unique()), cfg.n_questions, cfg.scale.seed)
+    return table[table["question_id"].isin(set(chosen))].reset_index(drop=True)
+
+
+def system(cfg: HeadToHeadConfig | None, name: str):
+    """The method ``name`` (one of ``config.METHODS``) over the scale's corpus, dense retriever
+    and reader, with its own notebook's knobs; trained parts reused when staged, trained if not."""
+    cfg = settings(cfg)
+    scale = cfg.scale
+    if name in ("bm25", "dense", "random", "relevance-ce", "pa-ce", "llm-rerank", "corm"):
+        return corm_experiments.method(corm_settings(scale), name)
+    if name == "corm+abstain":  # Algorithm 1 with γ set on validation queries, never on test ones
+        corm = corm_settings(scale)
+        return corm_experiments.method(corm, "corm", gamma=corm_experiments.gamma_at_coverage(corm, cfg.coverage))
+    generator, dense, corpus = (resources.generator_for(scale), resources.retriever_for(scale),
+                                resources.corpus_for(scale))
+    if name.endswith("+corm"):  # composed: robust evidence first (the critic reranks dense's top M), then the method
+        corm = corm_settings(scale)
+        critic = CrossEncoderReranker("corm", corm_pipeline.critic_scorer(corm, "corm"))
+        dense, name = RerankedRetriever(dense, critic, m=corm.m_inference), name.removesuffix("+corm")
+    if name in ("self-rag", "crag", "fva-rag"):
+        fva = fva_settings(scale)
+        words = fva.max_words or None
+        if name == "self-rag":
+            return SelfRAG(dense, generator, corpus, k=fva.k, max_words=words)
+        if name == "crag":  # thresholds from training questions, as FVA-RAG's runs set them
+            grader = fva_pipeline.crag_evaluator(fva)
+            lower, upper = calibrate_thresholds(dense, corpus, [q.text for q in resources.train_questions(scale)],
+                                                fva.k, evaluator=grader)
+            return CRAG(dense, generator, corpus, upper=upper, lower=lower, evaluator=grader, k=fva.k,
+                        max_words=words)
+        return FVARAG(dense, generator, corpus, fva_pipeline.adjudicator(fva), k=fva.k, m=fva.m_kill_queries,
+                      tau=fva.tau, max_words=words, draft_tokens=fva.draft_tokens, kill_tokens=fva.kill_tokens,
+                      revision_tokens=fva.revision_tokens)
+    if name == "counterrefine":  # the REVISE threshold notebook 06 calibrated on short-answer training questions
+        refine = counterrefine_settings(scale)
+        short = next(s for s in counterrefine_pipeline.eval_sets(refine) if not s.multihop)
+        threshold = counterrefine_pipeline.calibrate(refine, short)["revise_above"]
+        return CounterRefine(dense, generator, corpus, k=refine.k, max_snippets=refine.max_snippets,
+                             decoding=refine.decoding, revise_above=threshold, max_words=refine.max_words or None,
+                             draft_tokens=refine.draft_tokens, refine_tokens=refine.refine_tokens, name=name)
+    if name in ("self-refine", "alignrag"):  # AlignRAG's CDA uses its CPO-trained critic
+        align = alignrag_config.settings(scale)
+        critic = SELF if name == "self-refine" else critic_generator(align, "cpo")
+        return AlignRAG(dense, generator, corpus, critic=critic, iterations=align.iterations, k=align.k,
+                        max_words=align.max_words or scale.max_passage_words, rationale_tokens=align.rationale_tokens,
+                        answer_tokens=align.answer_tokens, critique_tokens=align.critique_tokens, name=name)
+    raise ValueError(f"unknown method {name!r}; expected one of {list(cfg.methods)}")
+
+
+def run(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
+    """Every method of ``cfg.methods`` on ``queries(cfg)``, scored by normalised match; one row per
+    (method, query) with the method's ``paper``. Staged per method: a finished method is read
+    back, an interrupted run resumes at the first unfinished one."""
+    cfg = settings(cfg)
+    asked = queries(cfg)
+    frames = []
+    for name in cfg.methods:
+        print(f"[robustkit] head to head: {name} ({cfg.methods.index(name) + 1} of {len(cfg.methods)})", flush=True)
+        frames.append(kit_methods.evaluate({name: system(cfg, name)}, asked, run_dir(cfg) / "results"))
+    results = pd.concat(frames, ignore_index=True)
+    return results.assign(paper=results["method"].map(PAPERS))
