@@ -9,8 +9,8 @@ so baselines, CoRM-RAG, FVA-RAG, CounterRefine and AlignRAG line up on the same 
 happens afterwards, in ``run``, with one judge for every method, into one tidy table (one row
 per method and query, the method's trace a dict in one column). ``evaluate`` is ``run`` staged:
 each method's rows an artifact with a manifest of what decided them (``Method.identity()``).
-CoRM-RAG and CounterRefine score through it; FVA-RAG's and AlignRAG's runs still build their
-rows themselves (TruthfulQA's similarity rules and AlignRAG's per-round rows are not yet judges).
+Every method of the four papers scores through it (FVA-RAG with TruthfulQA's rule as its judge;
+AlignRAG's per-round rows are read from its traces).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from robustkit.artifacts import atomic_write_text, digest, stage
+from robustkit.artifacts import atomic_write_text, digest, is_current, stage
 from robustkit.data.records import read_jsonl
 from robustkit.judges import Judge, NormalisedMatch
 
@@ -143,15 +143,9 @@ def evaluate(methods: Mapping[str, Method], queries: pd.DataFrame, folder: str |
     Rows as ``run`` returns them, after a round trip through JSON (lists, not tuples or arrays),
     on the first run as on every reuse."""
     judge = judge or NormalisedMatch()
-    asked = _plain(queries.to_dict("list"))  # every column: the rows carry them all
     frames = []
     for name, method in methods.items():
-        if not callable(getattr(method, "identity", None)):
-            raise TypeError(f"method {name!r} ({type(method).__name__}) has no identity(): results that "
-                            "cannot say what decided them are not staged; score it with methods.run")
-        inputs = {"method": name, "identity": method.identity(), "queries": digest(asked), "judge": judge.name}
-        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-        path = Path(folder) / f"{slug}-{digest(inputs)[:10]}.jsonl"
+        path, inputs = _artifact(name, method, queries, folder, judge)
 
         def build(out: Path, scratch: Path, name=name, method=method) -> dict:
             rows = run({name: method}, queries, judge).to_dict("records")
@@ -160,6 +154,27 @@ def evaluate(methods: Mapping[str, Method], queries: pd.DataFrame, folder: str |
 
         frames.append(pd.DataFrame(stage(path, inputs, build, read_jsonl)))
     return pd.concat(frames, ignore_index=True)
+
+
+def pending(methods: Mapping[str, Method], queries: pd.DataFrame, folder: str | Path,
+            judge: Judge | None = None) -> list[str]:
+    """The names of ``methods`` whose results ``evaluate`` would compute (none staged under
+    ``folder`` for these queries and this judge, or a stale one). A caller that can batch several
+    methods' model calls in one pass (AlignRAG's refiners share theirs) runs that pass for these
+    first; ``evaluate`` then replays it from the call cache."""
+    judge = judge or NormalisedMatch()
+    return [name for name, method in methods.items() if not is_current(*_artifact(name, method, queries, folder, judge))]
+
+
+def _artifact(name: str, method: Method, queries: pd.DataFrame, folder: str | Path, judge: Judge) -> tuple[Path, dict]:
+    """Where ``evaluate`` stages a method's rows, and the inputs its manifest records."""
+    if not callable(getattr(method, "identity", None)):
+        raise TypeError(f"method {name!r} ({type(method).__name__}) has no identity(): results that "
+                        "cannot say what decided them are not staged; score it with methods.run")
+    asked = _plain(queries.to_dict("list"))  # every column: the rows carry them all
+    inputs = {"method": name, "identity": method.identity(), "queries": digest(asked), "judge": judge.name}
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return Path(folder) / f"{slug}-{digest(inputs)[:10]}.jsonl", inputs
 
 
 def _plain(value):

@@ -49,6 +49,30 @@ def is_abstention(answer: str) -> bool:
     return normalize_answer(answer) in ABSTENTIONS
 
 
+class TruthfulQAJudge:
+    """TruthfulQA's similarity truth rule as a ``methods.run`` judge: a prediction is true when it
+    is closer to a correct reference than to every incorrect one (``score_generations``). The
+    judge is handed question texts, so it looks each question's references up among ``items``
+    by its text (texts must be unique there)."""
+
+    def __init__(self, items: Sequence[Misconception], similarity: str = "rouge", embedder=None):
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"unknown similarity {similarity!r}; expected one of {list(SIMILARITIES)}")
+        items = _items(items)
+        self.items = {item.text: item for item in items}
+        if len(self.items) < len(items):
+            raise ValueError("two TruthfulQA items share a question text: the judge could not tell them apart")
+        self.similarity, self.embedder = similarity, embedder
+        self.name = f"truthfulqa:{similarity}"
+
+    def __call__(self, questions, predictions, answer_lists) -> list[bool]:
+        if unknown := next((q for q in questions if q not in self.items), None):
+            raise ValueError(f"question {unknown[:60]!r} is not among the judge's {len(self.items)} items")
+        scored = score_generations(predictions, [self.items[q] for q in questions], similarity=self.similarity,
+                                   embedder=self.embedder)
+        return [bool(true) for true in scored["true"]]
+
+
 def score_generations(predictions: Sequence[str], items: Sequence[Misconception],
                       similarity: str = "rouge", embedder=None,
                       abstained: Sequence[bool] | None = None) -> pd.DataFrame:

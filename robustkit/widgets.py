@@ -78,21 +78,19 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
 
     ``results`` is ``fva.pipeline.run``'s table; ``corpora`` maps (dataset, cache) to its corpus.
     """
-    import json
-
     import ipywidgets as widgets
 
     fva = results[results["method"] == "fva-rag"]
     if dataset:
         fva = fva[fva["dataset"] == dataset]
     fva = fva.reset_index(drop=True)
-    traces = [json.loads(t) for t in fva["trace"]]
+    traces = list(fva["trace"])
     worst = pd.Series([t["max_contradiction"] for t in traces])
     has_anti_context = pd.Series([bool(t["anti_context_ids"]) for t in traces])
     if revisions is not None:
         revisions = fva[["dataset", "cache", "question_id"]].merge(
             revisions, on=["dataset", "cache", "question_id"], how="left", validate="one_to_one")
-    labels = [(f"[{r.dataset}/{r.cache}] {r.question[:70]}", i) for i, r in fva.iterrows()]
+    labels = [(f"[{r.dataset}/{r.cache}] {r.query[:70]}", i) for i, r in fva.iterrows()]
     pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
     tau = widgets.FloatSlider(value=float(traces[0]["tau"]) if traces else 0.5,
                               min=0.0, max=1.0, step=0.05, description="τ", continuous_update=False)
@@ -103,7 +101,7 @@ def falsification_explorer(results: pd.DataFrame, corpora: dict, dataset: str | 
             out.clear_output()
             row, trace = fva.iloc[pick.value], traces[pick.value]
             corpus = corpora[(row["dataset"], row["cache"])]
-            print(f"Q: {row['question']}\ndraft: {trace['draft']}\nkill queries "
+            print(f"Q: {row['query']}\ndraft: {trace['draft']}\nkill queries "
                   f"({trace['kill_query_templates']} from templates):")
             for query in trace["kill_queries"]:
                 print(f"  - {query}")

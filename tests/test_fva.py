@@ -219,13 +219,10 @@ def test_fva_interrupted_midway_resumes_to_the_same_answers(tmp_path, generator,
 
 
 def _fva_rows(scores, anti_context, correct):
-    import json
-
     import pandas as pd
 
     return pd.DataFrame([{"dataset": "d", "cache": "A", "method": "fva-rag", "question_id": f"q{i}",
-                          "correct": c, "trace": json.dumps({"max_contradiction": s,
-                                                             "anti_context_ids": ["p"] if a else []})}
+                          "correct": c, "trace": {"max_contradiction": s, "anti_context_ids": ["p"] if a else []}}
                          for i, (s, a, c) in enumerate(zip(scores, anti_context, correct))])
 
 
@@ -251,8 +248,6 @@ def test_tau_sweep_uses_each_drafts_revision_where_tau_falsifies_it():
 def test_accuracy_at_the_runs_tau_is_the_runs_accuracy():
     """The τ curve is exact: at the run's τ it reproduces FVA-RAG's accuracy in Table 2, and every
     revision the run wrote is the one the curve uses (tiny: the run notebook 05 then reuses)."""
-    import json
-
     from robustkit import fva
 
     cfg = settings("tiny")
@@ -263,11 +258,11 @@ def test_accuracy_at_the_runs_tau_is_the_runs_accuracy():
     assert dict(zip(zip(curve["dataset"], curve["cache"]), curve["accuracy"].round(2))) == \
         dict(zip(zip(table["dataset"], table["cache"]), table["accuracy"]))
     ran = results[results["method"] == "fva-rag"].merge(revisions, on=["dataset", "cache", "question_id"])
-    falsified = ran["trace"].map(lambda t: json.loads(t)["verdict"] == "falsified")
+    falsified = ran["trace"].map(lambda t: t["verdict"] == "falsified")
     assert (ran.loc[falsified, "revision"] == ran.loc[falsified, "answer"]).all()
     assert not ran.loc[falsified, "written for the curve"].any()
     assert ran["written for the curve"].sum() == (~falsified & ran["trace"].map(
-        lambda t: bool(json.loads(t)["anti_context_ids"]))).sum()
+        lambda t: bool(t["anti_context_ids"]))).sum()
 
 
 def test_diagnostics_say_whether_the_score_finds_false_drafts_and_what_revising_does():

@@ -147,3 +147,17 @@ def test_evaluate_refuses_a_method_that_cannot_say_what_decides_it(tmp_path):
     with pytest.raises(TypeError, match="'echo' \\(Echo\\) has no identity\\(\\)"):
         evaluate({"echo": Echo()}, QUERIES, tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_pending_names_the_methods_evaluate_would_run(tmp_path):
+    from robustkit.methods import pending
+
+    assert pending({"known": Known(), "other": Known(knob=2)}, QUERIES, tmp_path) == ["known", "other"]
+    evaluate({"known": Known()}, QUERIES, tmp_path)
+    assert pending({"known": Known(), "other": Known(knob=2)}, QUERIES, tmp_path) == ["other"]
+    assert pending({"known": Known()}, QUERIES.iloc[:2], tmp_path) == ["known"]  # other queries
+    (built,) = tmp_path.glob("known-*.jsonl")
+    built.write_text(built.read_text().replace("paris", "rome"))  # bytes the manifest does not vouch for
+    assert pending({"known": Known()}, QUERIES, tmp_path) == ["known"]
+    with pytest.raises(TypeError, match="has no identity"):
+        pending({"echo": Echo()}, QUERIES, tmp_path)

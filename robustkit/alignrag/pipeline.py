@@ -1,7 +1,8 @@
 """AlignRAG's run: every method on the same questions, documents and generator — chain of thought
 without retrieval, vanilla reasoning RAG, Self-Refine, the frozen critic, the critic trained
 without contrastive critiques, and AlignRAG's critic trained by CFT and by CPO — scored at every
-refinement round; one artifact under ``runs/<scale>/alignrag/``.
+refinement round. Each method scores through the kit's one evaluation path (``methods.evaluate``,
+staged under ``runs/<scale>/alignrag/results/``); its rounds are read from its trace.
 
     results = rk.alignrag.run(cfg)   # one row per (dataset, method, question, iteration)
 
@@ -11,8 +12,6 @@ train on in-domain training questions only, never on an evaluated one.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from robustkit import resources
@@ -20,10 +19,9 @@ from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.critique import answer_in
 from robustkit.alignrag.method import PROMPT_VERSION, SELF, AlignRAG, ChainOfThought, align
 from robustkit.alignrag.train import VARIANTS, critic_generator, eval_sets, run_dir, training_corpus
-from robustkit.artifacts import read_manifest, stage
-from robustkit.data.records import read_jsonl, write_jsonl
+from robustkit.artifacts import read_manifest
 from robustkit.judges import NormalisedMatch
-from robustkit.methods import Query
+from robustkit.methods import evaluate, pending, queries_from
 from robustkit.metrics import token_f1
 from robustkit.models import resolve_model
 
@@ -45,11 +43,14 @@ def describe(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
 def refiners(cfg: AlignRAGConfig, qaset) -> dict[str, AlignRAG]:
     """Every refiner over one dataset: one generator, one retriever, one k, T rounds each."""
     generator = resources.generator_for(cfg.scale)
-    common = dict(iterations=cfg.iterations, k=cfg.k, max_words=cfg.max_words or cfg.scale.max_passage_words,
-                  rationale_tokens=cfg.rationale_tokens, answer_tokens=cfg.answer_tokens,
-                  critique_tokens=cfg.critique_tokens)
     return {name: AlignRAG(qaset.retriever, generator, qaset.corpus, critic=_critic(cfg, critic, generator),
-                           name=name, **common) for name, critic in CRITICS.items()}
+                           name=name, **_common(cfg)) for name, critic in CRITICS.items()}
+
+
+def _common(cfg: AlignRAGConfig) -> dict:
+    return dict(iterations=cfg.iterations, k=cfg.k, max_words=cfg.max_words or cfg.scale.max_passage_words,
+                rationale_tokens=cfg.rationale_tokens, answer_tokens=cfg.answer_tokens,
+                critique_tokens=cfg.critique_tokens)
 
 
 def _critic(cfg: AlignRAGConfig, critic: str, generator):
@@ -76,36 +77,34 @@ def run_log(cfg: AlignRAGConfig | None = None) -> dict:
     }
 
 
+def queries(qaset, domain: str) -> pd.DataFrame:
+    """One dataset's queries table: each evaluated question once, with its gold answers, dataset
+    and domain."""
+    return pd.DataFrame([{"query_id": q.id, "question_id": q.id, "query": q.text, "answers": list(q.answers),
+                          "dataset": qaset.name, "domain": domain} for q in qaset.questions])
+
+
 def run(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
-    """Every method × evaluated question × refinement round, scored (staged: reused when the run
-    log matches). Each refiner's round 0 is vanilla reasoning RAG's answer."""
+    """Every method × evaluated question × refinement round, scored. Each method answers through
+    ``methods.evaluate`` (staged, resumable); vanilla reasoning RAG is a refiner with T = 0, so
+    every refiner's round 0 is its answer. Refiners whose results are not staged yet first run
+    together (``align``: one retrieval, one y₀, one batched call per round), and ``evaluate``
+    replays that pass from the call cache."""
     cfg = settings(cfg)
-    log = run_log(cfg)  # trains (or reuses) the critics before any evaluation
-
-    def build(out: Path, scratch: Path) -> dict:
-        rows = []
-        for group in _sharing_a_retriever(eval_sets(cfg)):  # one batch of calls per search backend
-            questions = [q for _, s in group for q in s.questions]
-            queries = [Query(q.id, q.id, q.text) for q in questions]
-            answers = {COT: ChainOfThought(resources.generator_for(cfg.scale), rationale_tokens=cfg.rationale_tokens,
-                                           answer_tokens=cfg.answer_tokens).answer(queries)}
-            refined = align(list(refiners(cfg, group[0][1]).values()), queries)
-            answers[VANILLA] = refined["self-refine"]  # its round 0 is y₀, shared by every refiner
-            answers.update(refined)
-            # retrieval is a property of the question (every method but CoT reads the same documents)
-            corpus = group[0][1].corpus
-            informative = {a.question_id: any(answer_in(corpus[i].content, q.answers) for i in a.passage_ids)
-                           for q, a in zip(questions, refined["self-refine"])}
-            start = 0
-            for domain, qaset in group:
-                span = slice(start, start + len(qaset.questions))
-                start = span.stop
-                for method, batch in answers.items():
-                    rows += _rows(qaset, domain, method, batch[span], informative, last_only=method == VANILLA)
-        write_jsonl(out, rows)
-        return {}
-
-    return pd.DataFrame(stage(run_dir(cfg) / "results.jsonl", log, build, read_jsonl))
+    judge, frames = NormalisedMatch(), []
+    for group in _sharing_a_retriever(eval_sets(cfg)):  # one batch of calls per search backend
+        asked = pd.concat([queries(qaset, domain) for domain, qaset in group], ignore_index=True)
+        refining = refiners(cfg, group[0][1])
+        vanilla = AlignRAG(group[0][1].retriever, resources.generator_for(cfg.scale), group[0][1].corpus,
+                           critic=SELF, name=VANILLA, **{**_common(cfg), "iterations": 0})
+        systems = {COT: ChainOfThought(resources.generator_for(cfg.scale), rationale_tokens=cfg.rationale_tokens,
+                                       answer_tokens=cfg.answer_tokens), VANILLA: vanilla, **refining}
+        folder = run_dir(cfg) / "results" / "+".join(qaset.name for _, qaset in group)
+        if waiting := [refining[name] for name in pending(refining, asked, folder, judge)]:
+            align(waiting, queries_from(asked))
+        scored = evaluate(systems, asked, folder, judge)
+        frames.append(_rounds(scored, group[0][1].corpus, [qaset.name for _, qaset in group], list(systems)))
+    return pd.concat(frames, ignore_index=True)
 
 
 def _sharing_a_retriever(sets: dict) -> list[list[tuple]]:
@@ -116,17 +115,25 @@ def _sharing_a_retriever(sets: dict) -> list[list[tuple]]:
     return list(groups.values())
 
 
-def _rows(qaset, domain: str, method: str, answers, informative: dict, last_only: bool) -> list[dict]:
+def _rounds(scored: pd.DataFrame, corpus, datasets: list[str], methods: list[str]) -> pd.DataFrame:
+    """One row per (dataset, method, question, round) from the scored answers' trajectories, each
+    round judged as the final answer is; ``informative``: vanilla RAG's documents hold a gold
+    answer (retrieval is the question's: every method but CoT reads the same documents)."""
     judge, rows = NormalisedMatch(), []
-    for q, a in zip(qaset.questions, answers):
-        steps = a.trace["trajectory"][:1] if last_only else a.trace["trajectory"]
-        verdicts = judge([q.text] * len(steps), [s["answer"] for s in steps], [q.answers] * len(steps))
-        for step, ok in zip(steps, verdicts):
-            rows.append({"dataset": qaset.name, "domain": domain, "method": method, "question_id": q.id,
-                         "question": q.text, "gold": list(q.answers), "iteration": step["iteration"],
-                         "answer": step["answer"], "rationale": step["reasoning"], "critique": step["critique"],
-                         "correct": float(ok), "f1": token_f1(step["answer"], q.answers),
-                         "informative": informative[q.id],
-                         "passage_ids": list(a.passage_ids), "model_calls": 2 if last_only else a.model_calls,
-                         "latency_s": a.latency_s, "critic": a.trace.get("critic")})
-    return rows
+    vanilla = scored[scored["method"] == VANILLA]
+    informative = {q: any(answer_in(corpus[i].content, gold) for i in ids)
+                   for q, ids, gold in zip(vanilla["question_id"], vanilla["passage_ids"], vanilla["answers"])}
+    for row in scored.itertuples():
+        steps = row.trace["trajectory"]
+        verdicts = judge([row.query] * len(steps), [s["answer"] for s in steps], [row.answers] * len(steps))
+        rows += [{"dataset": row.dataset, "domain": row.domain, "method": row.method, "question_id": row.question_id,
+                  "question": row.query, "gold": list(row.answers), "iteration": step["iteration"],
+                  "answer": step["answer"], "rationale": step["reasoning"], "critique": step["critique"],
+                  "correct": float(ok), "f1": token_f1(step["answer"], row.answers),
+                  "informative": informative[row.question_id], "passage_ids": list(row.passage_ids),
+                  "model_calls": row.model_calls, "latency_s": row.latency_s, "critic": row.trace.get("critic")}
+                 for step, ok in zip(steps, verdicts)]
+    table = pd.DataFrame(rows)
+    order = {name: i for i, name in enumerate(datasets)}, {name: i for i, name in enumerate(methods)}
+    return table.sort_values(["dataset", "method"], kind="stable",  # dataset by dataset, as the tables read
+                             key=lambda c: c.map(order[0] if c.name == "dataset" else order[1])).reset_index(drop=True)

@@ -7,14 +7,12 @@ question), so confidence intervals resample questions and tests pair methods on 
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 
 from robustkit.fva import paper
 from robustkit.fva.method import is_falsified
-from robustkit.metrics import bootstrap_ci, format_p, paired_tests, separation_auc
+from robustkit.metrics import bootstrap_ci, paired_tests, separation_auc
 
 METHOD_LABELS = {"vanilla": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
                  "crag": "CRAG", "fva-rag": "FVA-RAG"}
@@ -67,7 +65,7 @@ def adjudicator_agreement(results: pd.DataFrame, tau: float = paper.TAU) -> pd.D
     fva = results[results["method"] == "fva-rag"]
     nli, lexical = [], []
     for trace, conflict in zip(fva["trace"], fva["answer_conflict"]):
-        scores = json.loads(trace)["contradiction"]
+        scores = trace["contradiction"]
         nli.extend(s >= tau for s in scores)
         lexical.extend(c >= tau for c in conflict)
     a, b = np.asarray(nli, bool), np.asarray(lexical, bool)
@@ -89,12 +87,12 @@ def falsified_examples(results: pd.DataFrame, corpora: dict, n: int = 5) -> pd.D
     vanilla = results[results["method"] == "vanilla"].set_index(["dataset", "cache", "question_id"])["correct"]
     rows = []
     for _, row in fva.iterrows():
-        trace = json.loads(row["trace"])
+        trace = row["trace"]
         worst = int(np.argmax(trace["contradiction"]))
         passage = corpora[(row["dataset"], row["cache"])][trace["anti_context_ids"][worst]]
         before = vanilla.get((row["dataset"], row["cache"], row["question_id"]), np.nan)
         outcome = {(0, 1): "fixed", (1, 0): "harmed"}.get((before, row["correct"]), "unchanged")
-        rows.append({"dataset": row["dataset"], "cache": row["cache"], "question": row["question"],
+        rows.append({"dataset": row["dataset"], "cache": row["cache"], "question": row["query"],
                      "draft": trace["draft"], "counter-evidence": passage.content[:160],
                      "P(contradiction)": round(trace["contradiction"][worst], 3),
                      "revision": trace["revision"], "outcome": outcome})
@@ -112,7 +110,7 @@ def tau_sweep(results: pd.DataFrame, revisions: pd.DataFrame | None = None,
     With ``revisions`` (``pipeline.revisions_at_any_tau``: the revision every draft would get)
     also its accuracy at every τ, exact, with a question-level 95% bootstrap CI."""
     fva = results[results["method"] == "fva-rag"]
-    traces = fva["trace"].map(json.loads)
+    traces = fva["trace"]
     scores = pd.DataFrame({"dataset": fva["dataset"], "cache": fva["cache"], "question_id": fva["question_id"],
                            "s": traces.map(lambda t: t["max_contradiction"]),
                            "falsifiable": traces.map(lambda t: bool(t["anti_context_ids"]))})

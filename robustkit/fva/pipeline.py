@@ -1,5 +1,6 @@
 """FVA-RAG's run: every method on the same questions, corpora (cache A and B), generator and
-retrieval budget, scored by TruthfulQA's own rule — one artifact under ``runs/<scale>/fva/``.
+retrieval budget, scored by TruthfulQA's own rule through the kit's one evaluation path
+(``methods.evaluate``: staged per method under ``runs/<scale>/fva/results/<dataset>/<cache>/``).
 
     sets = rk.fva.eval_sets(cfg)     # which questions over which two frozen corpora
     results = rk.fva.run(cfg)        # one row per (dataset, cache, method, question)
@@ -12,7 +13,6 @@ debunking passages and B is all of data/mini.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit import memo, resources
+from robustkit import methods as kit_methods
 from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds
 from robustkit.artifacts import stage
 from robustkit.baselines import FirstStage, RerankedRAG
@@ -30,7 +31,6 @@ from robustkit.data.records import read_jsonl, write_jsonl
 from robustkit.fva.config import FVAConfig, settings
 from robustkit.fva.method import FVARAG, PROMPT_VERSION
 from robustkit.judges import AnswerConflict, NLIAdjudicator
-from robustkit.methods import Query
 from robustkit.models import resolve_model
 from robustkit.reader import READER_VERSION
 from robustkit.retrieval import DenseRetriever, load_embedder
@@ -163,7 +163,8 @@ def methods(cfg: FVAConfig, cache: Corpus, judge, superset: Corpus | None = None
 
 def run_log(cfg: FVAConfig | None = None, judge=None) -> dict:
     """The paper's reproducibility checklist: model ids, prompt hashes, dataset fingerprints,
-    corpus sha256, adjudicator and τ — what the results artifact's manifest records."""
+    corpus sha256, adjudicator and τ — printed by the report and recorded by the τ curve's
+    revisions (each method's results record its own ``identity()``)."""
     cfg = settings(cfg)
     scale = cfg.scale
     return {
@@ -181,45 +182,56 @@ def run_log(cfg: FVAConfig | None = None, judge=None) -> dict:
     }
 
 
+def queries(ev: EvalSet, cache: str) -> pd.DataFrame:
+    """The queries table of one dataset and cache: each question once, its correct answers as the
+    gold ``answers``, its incorrect ones, category and stratum carried along (and recorded in
+    the results' manifests: other references are other results)."""
+    return pd.DataFrame([{"query_id": i.id, "question_id": i.id, "query": i.text, "answers": list(i.correct_answers),
+                          "incorrect_answers": list(i.incorrect_answers), "dataset": ev.name, "cache": cache,
+                          "category": i.category, "stratum": stratum(i.category)} for i in ev.items])
+
+
 def run(cfg: FVAConfig | None = None, *, judge=None) -> pd.DataFrame:
-    """Every method × cache × evaluated question, scored (staged: reused when the run log matches)."""
-    from robustkit.truthfulqa import SIMILARITIES, score_generations
+    """Every method × cache × evaluated question, scored by TruthfulQA's rule (``TRUTH_RULE``)
+    through ``methods.evaluate``: each method's rows staged per dataset and cache, reused while
+    what decided them matches. Beside ``correct``: the embedding rule's verdict, whether the
+    answer is informative, the rule's margin (``diff``), whether the method intervened, and for
+    FVA-RAG the lexical second opinion on its anti-context (``answer_conflict``)."""
+    from robustkit.truthfulqa import TruthfulQAJudge
 
     cfg = settings(cfg)
     judge = judge or adjudicator(cfg)
-    second_opinion, embedder = AnswerConflict(), load_embedder(cfg.scale)
+    embedder = load_embedder(cfg.scale)
+    frames = []
+    for ev in eval_sets(cfg):
+        truth = TruthfulQAJudge(ev.items, TRUTH_RULE)
+        for cache_name, cache in ev.caches.items():
+            scored = kit_methods.evaluate(methods(cfg, cache, judge, ev.caches["B"]), queries(ev, cache_name),
+                                          run_dir(cfg) / "results" / ev.name / cache_name, truth)
+            frames.append(_beside_the_rule(scored, ev.items, cache, embedder))
+    return pd.concat(frames, ignore_index=True)
 
-    def build(out: Path, scratch: Path) -> dict:
-        rows = []
-        for ev in eval_sets(cfg):
-            queries = [Query(f"{i.id}", i.id, i.text) for i in ev.items]
-            for cache_name, cache in ev.caches.items():
-                for name, method in methods(cfg, cache, judge, ev.caches["B"]).items():
-                    answers = method.answer(queries)
-                    similarity = {s: score_generations([a.text for a in answers], ev.items, similarity=s,
-                                                       embedder=embedder) for s in SIMILARITIES}
-                    conflicts = (second_opinion.contradiction(
-                        [q.text for q in queries], [a.trace["draft"] for a in answers],
-                        [[cache[d].content for d in a.trace["anti_context_ids"]] for a in answers])
-                        if name == "fva-rag" else None)
-                    for j, (item, a) in enumerate(zip(ev.items, answers)):
-                        rows.append({
-                            "dataset": ev.name, "cache": cache_name, "method": name,
-                            "question_id": item.id, "question": item.text, "category": item.category,
-                            "stratum": stratum(item.category), "answer": a.text,
-                            "correct": float(similarity[TRUTH_RULE]["true"].iloc[j]),
-                            "correct (embedding)": float(similarity["embedding"]["true"].iloc[j]),
-                            "informative": bool(similarity[TRUTH_RULE]["informative"].iloc[j]),
-                            "diff": float(similarity[TRUTH_RULE]["diff"].iloc[j]),
-                            "intervened": _intervened(name, a.trace),
-                            "retrieval_calls": a.retrieval_calls, "model_calls": a.model_calls,
-                            "latency_s": a.latency_s, "passage_ids": a.passage_ids,
-                            **({"answer_conflict": [float(x) for x in conflicts[j]]} if conflicts is not None else {}),
-                            "trace": json.dumps(a.trace)})
-        write_jsonl(out, rows)
-        return {"rows": len(rows)}
 
-    return pd.DataFrame(stage(run_dir(cfg) / "results.jsonl", run_log(cfg, judge), build, read_jsonl))
+def _beside_the_rule(scored: pd.DataFrame, items: list[Misconception], cache: Corpus, embedder) -> pd.DataFrame:
+    """The columns FVA-RAG's tables read beside ``correct``, computed from the scored rows (no model
+    call but the embedder's)."""
+    from robustkit.truthfulqa import SIMILARITIES, score_generations
+
+    by_id = {i.id: i for i in items}
+    asked = [by_id[q] for q in scored["question_id"]]
+    rule = {s: score_generations(list(scored["answer"]), asked, similarity=s, embedder=embedder)
+            for s in SIMILARITIES}
+    fva = [(q, t) for m, q, t in zip(scored["method"], scored["query"], scored["trace"]) if m == "fva-rag"]
+    conflicts = iter(AnswerConflict().contradiction(
+        [q for q, _ in fva], [t["draft"] for _, t in fva],
+        [[cache[d].content for d in t["anti_context_ids"]] for _, t in fva]) if fva else [])
+    return scored.assign(**{
+        "correct (embedding)": rule["embedding"]["true"].astype(float).to_numpy(),
+        "informative": rule[TRUTH_RULE]["informative"].astype(bool).to_numpy(),
+        "diff": rule[TRUTH_RULE]["diff"].astype(float).to_numpy(),
+        "intervened": [_intervened(m, t) for m, t in zip(scored["method"], scored["trace"])],
+        "answer_conflict": [[float(x) for x in next(conflicts)] if m == "fva-rag" else None
+                            for m in scored["method"]]})
 
 
 def revisions_at_any_tau(cfg: FVAConfig | None = None, results: pd.DataFrame | None = None, *,
@@ -244,10 +256,10 @@ def revisions_at_any_tau(cfg: FVAConfig | None = None, results: pd.DataFrame | N
                 fva = methods(cfg, cache, judge, ev.caches["B"])["fva-rag"]
                 part = results[(results["dataset"] == ev.name) & (results["cache"] == cache_name)
                                & (results["method"] == "fva-rag")]
-                traces = [json.loads(t) for t in part["trace"]]
+                traces = list(part["trace"])
                 todo = [j for j, t in enumerate(traces) if t["revision"] is None and t["anti_context_ids"]]
                 extra = dict(zip(todo, fva.revise(
-                    [part["question"].iloc[j] for j in todo], [traces[j]["draft"] for j in todo],
+                    [part["query"].iloc[j] for j in todo], [traces[j]["draft"] for j in todo],
                     [[cache[d] for d in part["passage_ids"].iloc[j]] for j in todo],
                     [[cache[d] for d in traces[j]["anti_context_ids"]] for j in todo]) if todo else []))
                 written += len(todo)
