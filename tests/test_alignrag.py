@@ -144,3 +144,13 @@ def test_sets_sharing_a_retriever_run_together(mini):
     c = QASet("three", [], [], corpus, object(), "fp", False)
     groups = pipeline._sharing_a_retriever({"in-domain": a, "out-of-domain": b, "other": c})
     assert [[d for d, _ in g] for g in groups] == [["in-domain", "out-of-domain"], ["other"]]
+
+
+@pytest.mark.slow  # the evaluated sets build their dense retriever (MiniLM)
+def test_the_run_log_only_reads_nothing_is_trained(tmp_path, monkeypatch):
+    from robustkit import alignrag
+
+    monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
+    log = alignrag.run_log("tiny")
+    assert set(log["critics"].values()) == {"not built yet"} and log["training"] == "not built yet"
+    assert not any(p for p in tmp_path.rglob("*") if p.is_file())  # no corpus, no critic written

@@ -18,8 +18,8 @@ from robustkit import resources
 from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.critique import answer_in
 from robustkit.alignrag.method import PROMPT_VERSION, SELF, AlignRAG, ChainOfThought, align
-from robustkit.alignrag.train import VARIANTS, critic_generator, eval_sets, run_dir, training_corpus
-from robustkit.artifacts import read_manifest
+from robustkit.alignrag.train import VARIANTS, critic_generator, critic_path, eval_sets, run_dir
+from robustkit.artifacts import manifest_path, read_manifest
 from robustkit.judges import NormalisedMatch
 from robustkit.methods import evaluate, pending, queries_from
 from robustkit.metrics import token_f1
@@ -62,15 +62,20 @@ def _critic(cfg: AlignRAGConfig, critic: str, generator):
 
 
 def run_log(cfg: AlignRAGConfig | None = None) -> dict:
-    """What decides the results: models, prompt hash, questions, corpora, training data, knobs."""
+    """What decides the results: models, prompt hash, questions, corpora, training data, knobs.
+    It only reads: the training corpus and the critics are named by their staged manifests'
+    sha256, or "not built yet" (``train.train_critic`` builds them; ``run`` does when it needs them)."""
     cfg = settings(cfg)
-    training_corpus(cfg)
+
+    def staged(path) -> str:
+        return read_manifest(path)["sha256"] if manifest_path(path).exists() else "not built yet"
+
     return {
         "generator": resources.generator_for(cfg.scale).identity(),
         "embedder": resolve_model("embedder", cfg.scale, verbose=False).name,
         "prompts": PROMPT_VERSION,
-        "critics": {v: critic_generator(cfg, v).model_id for v in VARIANTS},
-        "training": read_manifest(run_dir(cfg) / "training.jsonl")["sha256"],
+        "critics": {v: staged(critic_path(cfg, v)) for v in VARIANTS},
+        "training": staged(run_dir(cfg) / "training.jsonl"),
         "datasets": {s.name: {"fingerprint": s.fingerprint, "questions": [q.id for q in s.questions],
                               "corpus": s.corpus.checksum} for s in eval_sets(cfg).values()},
         "knobs": {k: v for k, v in vars(cfg).items() if k != "scale"}, "seed": cfg.scale.seed,

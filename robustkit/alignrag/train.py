@@ -169,7 +169,12 @@ def train_critic(cfg: AlignRAGConfig, variant: str) -> Path:
     def build(out: Path, scratch: Path) -> dict:
         return _fit(cfg, recipe, target, examples, weights_dir(base.spec, base.dtype), out, scratch)
 
-    return stage(run_dir(cfg) / f"critic-{_slug(variant)}", inputs, build, Path)
+    return stage(critic_path(cfg, variant), inputs, build, Path)
+
+
+def critic_path(cfg: AlignRAGConfig, variant: str) -> Path:
+    """Where the critic of ``variant`` is staged (built or not)."""
+    return run_dir(settings(cfg)) / f"critic-{_slug(variant)}"
 
 
 def training_curves(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
