@@ -243,7 +243,8 @@ def bench_fva(n_queries: int = 8) -> dict[str, float]:
     cfg = settings("tiny")
     ev = pipeline.eval_sets(cfg)[0]
     queries = [Query(i.id, i.id, i.text) for i in ev.items[:n_queries]]
-    systems = pipeline.methods(cfg, ev.caches["B"], pipeline.adjudicator(cfg), ev.caches["B"])
+    systems = pipeline.methods(cfg, ev.caches["B"], pipeline.adjudicator(cfg), grader=pipeline.crag_evaluator(cfg),
+                               superset=ev.caches["B"])
     generator = systems["vanilla"].generator.with_cache(False)  # real generation, no replays
     for system in systems.values():
         system.generator = generator

@@ -285,7 +285,8 @@ def check_fva(scale: Scale) -> Outcome:
     classifier, which = _nli_classifier(scale)
     generator = resources.generator_for(scale)
     calls = _Calls(generator)
-    fva = pipeline.methods(cfg, ev.caches["B"], NLIAdjudicator(classifier), ev.caches["B"])["fva-rag"]
+    fva = pipeline.methods(cfg, ev.caches["B"], NLIAdjudicator(classifier), grader=None,
+                           superset=ev.caches["B"])["fva-rag"]
     queries = [Query(i.id, i.id, i.text) for i in ev.items]
     answers = fva.answer(queries)
     _require_well_formed([a.text for a in answers], len(queries))

@@ -143,7 +143,7 @@ def test_crag_grades_retrieval_with_the_kits_relevance_cross_encoder(mini, queri
     cfg = settings("tiny")
     grader = pipeline.crag_evaluator(cfg)
     assert grader is pipeline.crag_evaluator(cfg)  # one scorer per config
-    crag = pipeline.methods(cfg, corpus, AnswerConflict())["crag"]
+    crag = pipeline.methods(cfg, corpus, AnswerConflict(), grader=grader)["crag"]
     assert crag.evaluator is grader and 0 <= crag.lower <= crag.upper <= 1
     answers = crag.answer(queries)
     first = crag.retriever.search([q.text for q in queries], 3)

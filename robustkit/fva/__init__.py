@@ -16,7 +16,7 @@ from robustkit import lazy_package
 _SUBMODULES = ("config", "experiments", "figures", "method", "paper", "pipeline", "report")
 _NAMES = {"FVAConfig": "config", "settings": "config", "DEFAULTS": "config", "FVARAG": "method",
           "eval_sets": "pipeline", "run": "pipeline", "run_log": "pipeline", "adjudicator": "pipeline",
-          "methods": "pipeline", "METHODS": "pipeline", "corpora": "pipeline", "describe": "pipeline",
+          "methods": "pipeline", "METHODS": "pipeline", "crag_evaluator": "pipeline", "corpora": "pipeline", "describe": "pipeline",
           "mc_table": "pipeline", "revisions_at_any_tau": "pipeline"}
 
 

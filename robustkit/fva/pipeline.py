@@ -140,13 +140,15 @@ def crag_evaluator(cfg: FVAConfig | None = None):
     return relevance_scorer(cfg.scale, chosen, progress=False)
 
 
-def methods(cfg: FVAConfig, cache: Corpus, judge, superset: Corpus | None = None) -> dict:
+def methods(cfg: FVAConfig, cache: Corpus, judge, *, grader, superset: Corpus | None = None) -> dict:
     """Every method over one corpus: one dense retriever, one generator, k passages per call.
-    With ``superset`` (cache B, holding all of cache A), A's retriever reuses B's embeddings."""
+    ``judge`` and ``grader`` are prepared by the caller, where training shows: FVA-RAG's
+    adjudicator (``adjudicator(cfg)``) and CRAG's retrieval evaluator (``crag_evaluator(cfg)``;
+    None is the dense cosine). With ``superset`` (cache B, holding all of cache A), A's retriever
+    reuses B's embeddings."""
     scale = cfg.scale
     generator = resources.generator_for(scale)
     retriever = _retriever(cache, scale, superset)
-    grader = crag_evaluator(cfg)
     lower, upper = calibrate_thresholds(retriever, cache, calibration_questions(), cfg.k, evaluator=grader)
     words = cfg.max_words or scale.max_passage_words
     return {
@@ -200,13 +202,14 @@ def run(cfg: FVAConfig | None = None, *, judge=None) -> pd.DataFrame:
     from robustkit.truthfulqa import TruthfulQAJudge
 
     cfg = settings(cfg)
-    judge = judge or adjudicator(cfg)
+    judge, grader = judge or adjudicator(cfg), crag_evaluator(cfg)
     embedder = load_embedder(cfg.scale)
     frames = []
     for ev in eval_sets(cfg):
         truth = TruthfulQAJudge(ev.items, TRUTH_RULE)
         for cache_name, cache in ev.caches.items():
-            scored = kit_methods.evaluate(methods(cfg, cache, judge, ev.caches["B"]), queries(ev, cache_name),
+            systems = methods(cfg, cache, judge, grader=grader, superset=ev.caches["B"])
+            scored = kit_methods.evaluate(systems, queries(ev, cache_name),
                                           run_dir(cfg) / "results" / ev.name / cache_name, truth)
             frames.append(_beside_the_rule(scored, ev.items, cache, embedder))
     return pd.concat(frames, ignore_index=True)
@@ -253,7 +256,7 @@ def revisions_at_any_tau(cfg: FVAConfig | None = None, results: pd.DataFrame | N
         for ev in eval_sets(cfg):
             by_id = {i.id: i for i in ev.items}
             for cache_name, cache in ev.caches.items():
-                fva = methods(cfg, cache, judge, ev.caches["B"])["fva-rag"]
+                fva = methods(cfg, cache, judge, grader=None, superset=ev.caches["B"])["fva-rag"]  # CRAG unused
                 part = results[(results["dataset"] == ev.name) & (results["cache"] == cache_name)
                                & (results["method"] == "fva-rag")]
                 traces = list(part["trace"])
