@@ -160,14 +160,8 @@ class RerankedRAG:
 
     def rank(self, queries: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
         """Retrieve top-M and rerank: (ids sorted best first, their scores) per query."""
-        hits = self.retriever.search(list(queries), self.m)
-        candidates = [[self.corpus[h.doc_id] for h in row] for row in hits]
-        scores = self.reranker.score(queries, candidates, [[h.score for h in row] for row in hits])
-        ranked = []
-        for docs, s in zip(candidates, scores):
-            order = np.argsort(-s, kind="stable")
-            ranked.append(([docs[i].id for i in order], s[order]))
-        return ranked
+        reranked = RerankedRetriever(self.retriever, self.reranker, m=self.m, corpus=self.corpus)
+        return reranked.ranked(list(queries), self.m)
 
     def context(self, ids: Sequence[str], scores: np.ndarray) -> list[str]:
         """The passages the reader sees: the top C (CoRM's Algorithm 1 adds a threshold)."""
@@ -205,10 +199,10 @@ class RerankedRetriever:
     that takes a retriever (FVA-RAG, CounterRefine …) can read, say, the CoRM critic's most
     robust evidence first. Hits carry the reranker's scores."""
 
-    def __init__(self, base, reranker: Reranker, *, m: int):
+    def __init__(self, base, reranker: Reranker, *, m: int, corpus: Corpus | None = None):
         check_knob("M (candidates)", m, integer=True, low=1)
         self.base, self.reranker, self.m = base, reranker, m
-        self.corpus = base.corpus
+        self.corpus = corpus if corpus is not None else base.corpus  # passage lookup (default: the base's)
         self.name = f"{getattr(base, 'name', 'retriever')}+{reranker.name}"
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
@@ -218,13 +212,18 @@ class RerankedRetriever:
         queries = list(queries)
         if not queries:
             return []
-        hits = self.base.search(queries, max(self.m, k))
+        return [[Hit(doc, float(score), rank) for rank, (doc, score) in enumerate(zip(ids[:k], scores[:k]))]
+                for ids, scores in self.ranked(queries, max(self.m, k))]
+
+    def ranked(self, queries: list[str], m: int) -> list[tuple[list[str], np.ndarray]]:
+        """The first stage's top ``m`` per query, reordered: (ids best first, their scores)."""
+        hits = self.base.search(queries, m)
         candidates = [[self.corpus[h.doc_id] for h in row] for row in hits]
         scores = self.reranker.score(queries, candidates, [[h.score for h in row] for row in hits])
         ranked = []
-        for row, s in zip(hits, scores):
-            order = np.argsort(-np.asarray(s), kind="stable")[:k]
-            ranked.append([Hit(row[i].doc_id, float(s[i]), rank) for rank, i in enumerate(order)])
+        for docs, s in zip(candidates, scores):
+            order = np.argsort(-s, kind="stable")
+            ranked.append(([docs[i].id for i in order], s[order]))
         return ranked
 
     def identity(self) -> dict:

@@ -66,7 +66,7 @@ def robustness(results: pd.DataFrame) -> pd.DataFrame:
     a 95% CI that resamples questions (the pair of a question's clean and biased answer is kept)."""
     clean = results.loc[results["condition"] == "clean", ["method", "question_id", "correct"]]
     biased = results[results["condition"] == "biased"]
-    parts = [(t, part) for t, part in biased.groupby("type", sort=True)] + [("all", biased)]
+    parts = [("all", biased), *biased.groupby("type", sort=True)]  # rows: "all" first, then each type
     rows = []
     for kind, part in parts:
         paired = part.merge(clean, on=["method", "question_id"], suffixes=("", " clean"), validate="m:1")
@@ -78,10 +78,7 @@ def robustness(results: pd.DataFrame) -> pd.DataFrame:
                          "clean accuracy": 100 * frame["correct clean"].mean(),
                          "biased accuracy": 100 * frame["correct"].mean(), "drop": 100 * drop.mean(),
                          "drop CI low": 100 * low, "drop CI high": 100 * high})
-    order = {m: i for i, m in enumerate(results["method"].unique())}
-    table = pd.DataFrame(rows)
-    return table.sort_values(["type", "method"], key=lambda c: c.map(order) if c.name == "method" else c,
-                             kind="stable").reset_index(drop=True).round(2)
+    return pd.DataFrame(rows).round(2)
 
 
 def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
