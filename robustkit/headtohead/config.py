@@ -45,9 +45,11 @@ class HeadToHeadConfig:
 
 
 # tiny: 8 of data/mini's 42 test questions (the 8 whose biased queries notebook 04's LLM-rerank
-# already read), sized for notebook 08's 6 CI minutes on a 2-core CPU; small: CoRM's 150 test
-# questions; colab: 120 of CoRM's 200 (~23 min on a T4, estimated: the whole 200 would take ~38)
-DEFAULTS: dict[str, dict] = {"tiny": dict(n_questions=8), "small": {}, "colab": dict(n_questions=120), "paper": {}}
+# already read), sized for notebook 08's 6 CI minutes on a 2-core CPU; small: 60 of CoRM's 150 test
+# questions, so that training every method's parts and answering fit an afternoon on 2 cores;
+# colab: 120 of CoRM's 200 (~23 min on a T4, estimated: the whole 200 would take ~38)
+DEFAULTS: dict[str, dict] = {"tiny": dict(n_questions=8), "small": dict(n_questions=60),
+                             "colab": dict(n_questions=120), "paper": {}}
 
 
 def settings(scale: HeadToHeadConfig | Scale | str | None = None, **changes) -> HeadToHeadConfig:
