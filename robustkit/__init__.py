@@ -6,6 +6,7 @@
     rk.corm.labels(scale)                     # a method's stages, experiments and figures
     rk.doctor.run()                           # a self-check of every method on this machine
     rk.held(), rk.clear()                     # the models and indexes this process holds; release them
+    with rk.load_only(): ...                  # read trained parts from runs/, never train them
 
 The core — config, models, device, weights, session, artifacts, data, retrieval, llm, reader,
 crossencoder, judges, nli, methods, baselines, adaptive, resources, metrics, truthfulqa, plots,
@@ -26,6 +27,7 @@ _SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "callc
                "widgets", "workload")
 _FROM_CONFIG = ("get_scale", "with_overrides", "Scale")
 _FROM_MEMO = ("held", "clear")  # what this process holds in memory, and releasing it
+_FROM_ARTIFACTS = ("load_only", "NotStaged")  # read staged artifacts, never build them
 
 
 def start(seed: int = 0, scale=None, *, models: dict | None = None, notebook: str | None = None):
@@ -75,10 +77,12 @@ def __getattr__(name):
         return getattr(importlib.import_module("robustkit.config"), name)
     if name in _FROM_MEMO:
         return getattr(importlib.import_module("robustkit.memo"), name)
+    if name in _FROM_ARTIFACTS:
+        return getattr(importlib.import_module("robustkit.artifacts"), name)
     if name == "describe_environment":
         return importlib.import_module("robustkit.session").describe_environment
     raise AttributeError(f"module 'robustkit' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG, *_FROM_MEMO, "describe_environment"})
+    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG, *_FROM_MEMO, *_FROM_ARTIFACTS, "describe_environment"})

@@ -8,6 +8,11 @@ last, so a crash at any point leaves the old artifact, or none — never new byt
 manifest, nor a mix of two runs. Processes sharing ``runs/`` (two notebooks, a notebook and
 ``make run``) build an artifact one at a time: the builder holds ``.<artifact>.lock`` (``locks``),
 and a process that waited for it reuses what it built; reusing a finished artifact takes no lock.
+
+Loading trained parts without ever training them (a trained critic, the NLI model, calibrated
+thresholds) is a mode of ``stage``: inside ``with rk.load_only():`` — or with
+``ROBUSTKIT_LOAD_ONLY=1`` — an artifact that is missing or was built from other inputs stops with
+``NotStaged`` naming it and what differs, instead of being built.
 """
 from __future__ import annotations
 
@@ -17,8 +22,9 @@ import os
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from robustkit.locks import exclusive
 
@@ -46,6 +52,10 @@ def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | N
     # the lock: it is a crashed run's leftover, or the progress of a process building other inputs.
     if is_current(path, inputs) and not scratch.exists():
         return load(path)
+    if _loading_only():
+        raise NotStaged(f"{path} is {_why_not_current(path, inputs)}, and building it is off (load-only: "
+                        "rk.load_only() or ROBUSTKIT_LOAD_ONLY=1). Build it outside load-only mode, or "
+                        "point ROBUSTKIT_RUNS at the runs folder that holds it.")
     with exclusive(path, f"building {path}"):
         if not is_current(path, inputs):  # checked again: the holder we waited for may have built it
             if scratch.exists() and _read_or_none(scratch / "inputs.json") != inputs:
@@ -63,6 +73,45 @@ def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | N
                                              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         shutil.rmtree(scratch, ignore_errors=True)
     return load(path)
+
+
+class NotStaged(FileNotFoundError):
+    """Load-only mode asked for an artifact that is missing or stale (``load_only``)."""
+
+
+_LOAD_ONLY = [False]  # the innermost ``load_only`` block's choice
+
+
+@contextmanager
+def load_only(enabled: bool = True) -> Iterator[None]:
+    """Within this block ``stage`` only reads: an artifact that is missing, or was built from
+    other inputs (another corpus, seed, recipe), raises ``NotStaged`` instead of being built —
+    so that loading a trained critic never silently retrains it. ``ROBUSTKIT_LOAD_ONLY=1`` sets
+    the mode for a whole process; ``load_only(False)`` lifts it inside a block."""
+    previous, _LOAD_ONLY[0] = _LOAD_ONLY[0], enabled
+    try:
+        yield
+    finally:
+        _LOAD_ONLY[0] = previous
+
+
+def _loading_only() -> bool:
+    return _LOAD_ONLY[0] or os.environ.get("ROBUSTKIT_LOAD_ONLY", "").strip().lower() in ("1", "true", "yes")
+
+
+def _why_not_current(path: Path, inputs: dict) -> str:
+    """Why ``stage`` would build ``path``, in words: missing, built from other inputs (which), or changed."""
+    manifest = _read_or_none(manifest_path(path))
+    if not path.exists() or not isinstance(manifest, dict):
+        return "not built yet"
+    recorded = manifest.get("inputs")
+    if recorded != inputs:
+        recorded = recorded if isinstance(recorded, dict) else {}
+        differ = sorted(k for k in {*recorded, *inputs} if recorded.get(k) != inputs.get(k))
+        return f"built from other inputs (differing: {', '.join(differ)})"
+    if manifest.get("sha256") != checksum(path):
+        return "changed since its manifest was written (its checksum no longer matches)"
+    return "being resumed from an interrupted build (a .partial folder is beside it)"
 
 
 def is_current(path: str | Path, inputs: dict) -> bool:

@@ -138,3 +138,28 @@ def test_a_figure_and_its_table_are_written_whole_or_not_at_all(tmp_path, monkey
     assert (tmp_path / "f.png").read_bytes() == png and pd.read_csv(tmp_path / "f.csv").equals(table)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv", "f.png"]
     plt.close(fig)
+
+
+def test_load_only_reads_a_current_artifact_and_refuses_to_build_a_missing_or_stale_one(tmp_path, monkeypatch):
+    import robustkit as rk
+    from robustkit.artifacts import NotStaged, load_only
+
+    calls, path, read = [], tmp_path / "critic.txt", lambda p: p.read_text()
+    with load_only():
+        with pytest.raises(NotStaged, match="not built yet"):
+            stage(path, {"seed": 0, "lr": 1e-3}, _writer(calls), read)
+    assert not calls and not path.exists()
+    stage(path, {"seed": 0, "lr": 1e-3}, _writer(calls), read)  # outside the block: built once
+    with rk.load_only():
+        assert stage(path, {"seed": 0, "lr": 1e-3}, _writer(calls, "v2"), read) == "v1"
+        with pytest.raises(NotStaged, match=r"other inputs \(differing: lr\)"):
+            stage(path, {"seed": 0, "lr": 5e-4}, _writer(calls, "v2"), read)
+        with load_only(False):  # lifted inside a block
+            assert stage(path, {"seed": 1, "lr": 1e-3}, _writer(calls, "v3"), read) == "v3"
+    assert len(calls) == 2 and read_manifest(path)["inputs"] == {"seed": 1, "lr": 1e-3}
+    path.write_text("edited by hand")
+    monkeypatch.setenv("ROBUSTKIT_LOAD_ONLY", "1")  # the whole process, as a notebook or CLI sets it
+    with pytest.raises(NotStaged, match="checksum no longer matches"):
+        stage(path, {"seed": 1, "lr": 1e-3}, _writer(calls, "v4"), read)
+    assert len(calls) == 2 and path.read_text() == "edited by hand"
+    assert issubclass(NotStaged, FileNotFoundError)  # the command line prints its message, no traceback

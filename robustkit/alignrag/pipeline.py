@@ -96,7 +96,19 @@ def run(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
     together (``align``: one retrieval, one y₀, one batched call per round), and ``evaluate``
     replays that pass from the call cache."""
     cfg = settings(cfg)
-    judge, frames = NormalisedMatch(), []
+    return pd.concat([_rounds(answers, group[0][1].corpus, [qaset.name for _, qaset in group], list(METHODS))
+                      for group, answers in _scored(cfg)], ignore_index=True)
+
+
+def scored(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
+    """Every method's final answers, one row per (method, question) with ``dataset`` and ``domain``,
+    scored by normalised match (``run`` unrolls them into rounds)."""
+    return pd.concat([answers for _, answers in _scored(settings(cfg))], ignore_index=True)
+
+
+def _scored(cfg: AlignRAGConfig) -> list[tuple[list[tuple], pd.DataFrame]]:
+    """Per group of sets sharing a retriever: the group and its methods' scored answers, staged."""
+    judge, scored_groups = NormalisedMatch(), []
     for group in _sharing_a_retriever(eval_sets(cfg)):  # one batch of calls per search backend
         asked = pd.concat([queries(qaset, domain) for domain, qaset in group], ignore_index=True)
         refining = refiners(cfg, group[0][1])
@@ -107,9 +119,8 @@ def run(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
         folder = run_dir(cfg) / "results" / "+".join(qaset.name for _, qaset in group)
         if waiting := [refining[name] for name in pending(refining, asked, folder, judge)]:
             align(waiting, queries_from(asked))
-        scored = evaluate(systems, asked, folder, judge)
-        frames.append(_rounds(scored, group[0][1].corpus, [qaset.name for _, qaset in group], list(systems)))
-    return pd.concat(frames, ignore_index=True)
+        scored_groups.append((group, evaluate(systems, asked, folder, judge)))
+    return scored_groups
 
 
 def _sharing_a_retriever(sets: dict) -> list[list[tuple]]:

@@ -107,19 +107,23 @@ def run(cfg: CounterRefineConfig | None = None) -> pd.DataFrame:
     CounterRefine's drafts (its step 1), read from the traces: the two differ only by what the
     second pass changes, and the draft's cost is its own."""
     cfg = settings(cfg)
-    judge, frames = NormalisedMatch(), []
-    for ev in eval_sets(cfg):
-        threshold = calibrate(cfg, ev)["revise_above"]
-        queries = pd.DataFrame({"query_id": [q.id for q in ev.questions], "question_id": [q.id for q in ev.questions],
-                                "query": [q.text for q in ev.questions], "answers": [list(q.answers) for q in ev.questions],
-                                "dataset": ev.name})
-        results = evaluate(methods(cfg, ev, threshold), queries, run_dir(cfg) / "results" / ev.name, judge)
-        refined = results[results["method"] == "counterrefine"]
-        frames += [_drafts(refined, judge), results]
-    results = pd.concat(frames, ignore_index=True)  # per dataset: Baseline-RAG, then METHODS' order
+    results = pd.concat([scored(cfg, ev) for ev in eval_sets(cfg)], ignore_index=True)
     results["f1"] = [token_f1(text, gold) for text, gold in zip(results["answer"], results["answers"])]
     results["snippets"] = results["passage_ids"].map(len)
     return results
+
+
+def scored(cfg: CounterRefineConfig, ev: QASet) -> pd.DataFrame:
+    """Every method over one dataset, by normalised match: Baseline-RAG, then ``METHODS``' order.
+    The REVISE threshold is calibrated first (``calibrate``); each variant's rows are staged
+    through ``methods.evaluate`` under ``runs/<scale>/counterrefine/results/<dataset>``."""
+    judge = NormalisedMatch()
+    threshold = calibrate(cfg, ev)["revise_above"]
+    queries = pd.DataFrame({"query_id": [q.id for q in ev.questions], "question_id": [q.id for q in ev.questions],
+                            "query": [q.text for q in ev.questions], "answers": [list(q.answers) for q in ev.questions],
+                            "dataset": ev.name})
+    results = evaluate(methods(cfg, ev, threshold), queries, run_dir(cfg) / "results" / ev.name, judge)
+    return pd.concat([_drafts(results[results["method"] == "counterrefine"], judge), results], ignore_index=True)
 
 
 def _drafts(refined: pd.DataFrame, judge) -> pd.DataFrame:

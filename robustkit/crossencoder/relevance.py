@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from robustkit import resources
+from robustkit import memo, resources
 from robustkit.artifacts import digest, read_manifest, stage
 from robustkit.config import Scale, check_knob, get_scale, runs_dir, with_overrides
 from robustkit.crossencoder import MAX_LENGTH
@@ -83,11 +83,16 @@ def groups_for(scale: Scale | str | None = None, chosen: Recipe | None = None
                ) -> tuple[list[dict], list[dict], dict]:
     """The relevance model's groups, split train / validation by question: ``chosen.questions``
     of ``chosen.dataset``'s training split (seeded by the scale's seed), each its clean query over
-    its dense top ``chosen.m`` in that dataset's corpus."""
+    its dense top ``chosen.m`` in that dataset's corpus. Built once per process: every reuse of the
+    trained model (CoRM's critics start from it) digests them to check it is current."""
+    scale = get_scale(scale)
+    return _groups(scale, chosen or recipe(scale))
+
+
+@memo.cached(4)
+def _groups(scale: Scale, chosen: Recipe) -> tuple[list[dict], list[dict], dict]:
     from robustkit.crossencoder.groups import alias_groups, split_groups
 
-    scale = get_scale(scale)
-    chosen = chosen or recipe(scale)
     source = with_overrides(scale, dataset=chosen.dataset)
     pool = resources.sample(resources.train_split(source), chosen.questions, scale.seed)
     corpus, retriever = resources.corpus_for(source), resources.retriever_for(source)

@@ -199,20 +199,22 @@ def run(cfg: FVAConfig | None = None, *, judge=None) -> pd.DataFrame:
     what decided them matches. Beside ``correct``: the embedding rule's verdict, whether the
     answer is informative, the rule's margin (``diff``), whether the method intervened, and for
     FVA-RAG the lexical second opinion on its anti-context (``answer_conflict``)."""
-    from robustkit.truthfulqa import TruthfulQAJudge
-
     cfg = settings(cfg)
     judge, grader = judge or adjudicator(cfg), crag_evaluator(cfg)
     embedder = load_embedder(cfg.scale)
-    frames = []
-    for ev in eval_sets(cfg):
-        truth = TruthfulQAJudge(ev.items, TRUTH_RULE)
-        for cache_name, cache in ev.caches.items():
-            systems = methods(cfg, cache, judge, grader=grader, superset=ev.caches["B"])
-            scored = kit_methods.evaluate(systems, queries(ev, cache_name),
-                                          run_dir(cfg) / "results" / ev.name / cache_name, truth)
-            frames.append(_beside_the_rule(scored, ev.items, cache, embedder))
+    frames = [_beside_the_rule(scored(cfg, ev, cache, judge, grader), ev.items, ev.caches[cache], embedder)
+              for ev in eval_sets(cfg) for cache in ev.caches]
     return pd.concat(frames, ignore_index=True)
+
+
+def scored(cfg: FVAConfig, ev: EvalSet, cache: str, judge, grader) -> pd.DataFrame:
+    """Every method over one dataset and cache, scored by TruthfulQA's rule (``TRUTH_RULE``)
+    through ``methods.evaluate``, staged under ``runs/<scale>/fva/results/<dataset>/<cache>``."""
+    from robustkit.truthfulqa import TruthfulQAJudge
+
+    systems = methods(cfg, ev.caches[cache], judge, grader=grader, superset=ev.caches["B"])
+    return kit_methods.evaluate(systems, queries(ev, cache), run_dir(cfg) / "results" / ev.name / cache,
+                                TruthfulQAJudge(ev.items, TRUTH_RULE))
 
 
 def _beside_the_rule(scored: pd.DataFrame, items: list[Misconception], cache: Corpus, embedder) -> pd.DataFrame:

@@ -7,6 +7,7 @@
     composition(results)   does the CoRM critic's evidence help FVA-RAG and CounterRefine?
     pareto(table)          which methods no other beats on both accuracy and model calls
     disagreements(results) the queries on which the methods disagree, and who got them right
+    by_set(built, methods) each method on the sets it was built for, or why it is not run there
     findings(...)          the run's headline numbers as sentences (notebook 08 prints them)
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from robustkit.headtohead.pipeline import LABELS, REFERENCE
+from robustkit.headtohead.pipeline import BUILT_FOR, LABELS, NOT_RUN, REFERENCE
 from robustkit.judges import NormalisedMatch
 from robustkit.metrics import cluster_bootstrap_ci, exact_match, format_p, paired_tests
 
@@ -129,6 +130,34 @@ def disagreements(results: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=["query_id", "type", "query", "right", "of", "right methods"])
     return table.assign(balance=(table["right"] / table["of"] - 0.5).abs()).sort_values(
         "balance", kind="stable").drop(columns="balance").reset_index(drop=True)
+
+
+def by_set(built: pd.DataFrame, methods) -> pd.DataFrame:
+    """One row per (set, method) for every method of ``methods``, in the sets' order of
+    ``pipeline.BUILT_FOR``: for a method built for the set, its questions, accuracy with a 95% CI
+    over questions, model calls per question and the exact McNemar test against dense RAG on that
+    set (``comparisons`` counts them all); for the others, ``not run`` says why."""
+    tests = paired_tests(built, REFERENCE, by=["set"]).set_index(["set", "vs"])
+    rows = []
+    for name in BUILT_FOR:
+        part = built[built["set"] == name]
+        for method in methods:
+            row = {"set": name, "method": method, "label": LABELS.get(method, method)}
+            frame = part[part["method"] == method]
+            if frame.empty:
+                missing = "built for this set, but no results were given" if method in BUILT_FOR[name] else None
+                rows.append({**row, "not run": missing or NOT_RUN.get(method, "not built for this set")})
+                continue
+            low, high = cluster_bootstrap_ci(frame["correct"].to_numpy(float), frame["question_id"].to_numpy())
+            row.update({"questions": frame["question_id"].nunique(), "accuracy": 100 * frame["correct"].mean(),
+                        "CI low": 100 * low, "CI high": 100 * high,
+                        "model calls / question": frame["model_calls"].mean()})
+            if (name, method) in tests.index:
+                test = tests.loc[(name, method)]
+                row.update({"only it right": test["regressions"], "only dense right": test["improvements"],
+                            "p": test["p"], "p (exact McNemar)": test["p (exact McNemar)"]})
+            rows.append(row)
+    return pd.DataFrame(rows).assign(comparisons=len(tests)).round(2)
 
 
 def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> str:

@@ -26,6 +26,7 @@ from robustkit import methods as kit_methods
 from robustkit import resources
 from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds
 from robustkit.alignrag import config as alignrag_config
+from robustkit.alignrag import pipeline as alignrag_pipeline
 from robustkit.alignrag.method import SELF, AlignRAG
 from robustkit.alignrag.train import critic_generator
 from robustkit.baselines import CrossEncoderReranker, RerankedRetriever
@@ -42,6 +43,8 @@ from robustkit.fva.method import FVARAG
 from robustkit.headtohead.config import HeadToHeadConfig, settings
 
 REFERENCE = "dense"  # every paired test compares with vanilla dense RAG
+# CoRM-RAG's rerankers and the baselines it compares them with: each reranks the scale's dense top M
+CORM_FAMILY = ("bm25", "dense", "random", "relevance-ce", "pa-ce", "llm-rerank", "corm", "corm+abstain")
 # where each method comes from (the tables' "paper" column)
 PAPERS = {"bm25": "baseline", "dense": "baseline", "random": "baseline", "relevance-ce": "baseline",
           "pa-ce": "CoRM-RAG (baseline)", "llm-rerank": "CoRM-RAG (baseline)", "corm": "CoRM-RAG",
@@ -71,18 +74,26 @@ def queries(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
     return table[table["question_id"].isin(set(chosen))].reset_index(drop=True)
 
 
-def system(cfg: HeadToHeadConfig | None, name: str):
+def system(cfg: HeadToHeadConfig | None, name: str, *, retriever=None, corpus=None):
     """The method ``name`` (one of ``config.METHODS``) over the scale's corpus, dense retriever
-    and reader, with its own notebook's knobs; trained parts reused when staged, trained if not."""
+    and reader, with its own notebook's knobs; trained parts reused when staged, trained if not.
+    ``retriever`` and ``corpus`` (together) replace the scale's for the methods that are not
+    CoRM-RAG's rerankers (whose critics are tied to the scale's corpus)."""
     cfg = settings(cfg)
     scale = cfg.scale
-    if name in ("bm25", "dense", "random", "relevance-ce", "pa-ce", "llm-rerank", "corm"):
+    if (retriever is None) != (corpus is None):
+        raise ValueError("pass retriever and corpus together (the corpus is what the retriever searches)")
+    if name in CORM_FAMILY:
+        if corpus is not None:
+            raise ValueError(f"{name!r} is built over the scale's corpus (corm.experiments.method); "
+                             "another corpus is not supported for CoRM-RAG's rerankers yet")
+        if name == "corm+abstain":  # Algorithm 1 with γ set on validation queries, never on test ones
+            corm = corm_settings(scale)
+            return corm_experiments.method(corm, "corm", gamma=corm_experiments.gamma_at_coverage(corm, cfg.coverage))
         return corm_experiments.method(corm_settings(scale), name)
-    if name == "corm+abstain":  # Algorithm 1 with γ set on validation queries, never on test ones
-        corm = corm_settings(scale)
-        return corm_experiments.method(corm, "corm", gamma=corm_experiments.gamma_at_coverage(corm, cfg.coverage))
-    generator, dense, corpus = (resources.generator_for(scale), resources.retriever_for(scale),
-                                resources.corpus_for(scale))
+    generator = resources.generator_for(scale)
+    dense, corpus = (retriever, corpus) if corpus is not None else (resources.retriever_for(scale),
+                                                                    resources.corpus_for(scale))
     if name.endswith("+corm"):  # composed: robust evidence first (the critic reranks dense's top M), then the method
         corm = corm_settings(scale)
         critic = CrossEncoderReranker("corm", corm_pipeline.critic_scorer(corm, "corm"))
@@ -129,3 +140,55 @@ def run(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
         frames.append(kit_methods.evaluate({name: system(cfg, name)}, asked, run_dir(cfg) / "results"))
     results = pd.concat(frames, ignore_index=True)
     return results.assign(paper=results["method"].map(PAPERS))
+
+
+# The sets some methods were built for, beyond the shared biased queries. Each is read from (or run
+# beside) its own method's pipeline, so that method's paper knobs, corpus and judge hold there.
+BUILT_FOR = {"misconceptions": ("dense", "self-rag", "crag", "fva-rag"),
+             "misconceptions + debunking": ("dense", "self-rag", "crag", "fva-rag"),
+             "two-hop": ("dense", "counterrefine", "self-refine", "alignrag")}
+# why the other methods are not run on a set (the tables show this instead of a hole)
+NOT_RUN = {
+    **dict.fromkeys(CORM_FAMILY[2:], "CoRM-RAG's rerankers are built over the factual corpus (sections 1-5)"),
+    "bm25": "a baseline of CoRM-RAG's factual comparison (sections 1-5)",
+    "fva-rag+corm": "the CoRM critic reranks the factual corpus only",
+    "counterrefine+corm": "the CoRM critic reranks the factual corpus only",
+    "self-rag": "FVA-RAG's baseline, built for misconception questions",
+    "crag": "FVA-RAG's baseline, built for misconception questions",
+    "fva-rag": "built for misconception questions (TruthfulQA)",
+    "counterrefine": "its validator accepts short answers only; misconception answers are sentences",
+    "self-refine": "AlignRAG's baseline, run where AlignRAG runs: short-answer questions",
+    "alignrag": "its critic learned from short-answer questions, not misconceptions",
+}
+
+
+def built_for(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
+    """The methods on the sets they were built for, read from their own pipelines' staged results
+    (notebooks 05-07; run there if not staged yet), one row per (set, method, question):
+
+    - ``misconceptions`` and ``misconceptions + debunking``: FVA-RAG, Self-RAG, CRAG and dense RAG
+      (FVA-RAG's vanilla) on misconception questions (data/mini's at tiny, TruthfulQA beyond) over
+      the corpus without and with debunking passages (FVA-RAG's caches A and B), by TruthfulQA's
+      truth rule;
+    - ``two-hop``: CounterRefine and dense RAG (its draft, Baseline-RAG) beside Self-Refine and
+      AlignRAG's CDA (CPO critic) on the two-hop questions both papers' runs answered (data/mini's
+      at tiny, HotpotQA beyond; AlignRAG's sample is a subset of CounterRefine's), by normalised
+      match. Both read the same corpus through the same retriever; each keeps its own knobs."""
+    cfg = settings(cfg)
+    fva = fva_settings(cfg.scale)
+    misconceptions = fva_pipeline.eval_sets(fva)[0]  # data/mini's at tiny, TruthfulQA beyond
+    judge, grader = fva_pipeline.adjudicator(fva), fva_pipeline.crag_evaluator(fva)
+    frames = [fva_pipeline.scored(fva, misconceptions, cache, judge, grader).assign(set=name)
+              for name, cache in (("misconceptions", "A"), ("misconceptions + debunking", "B"))]
+    refine = counterrefine_settings(cfg.scale)
+    two_hop = next(s for s in counterrefine_pipeline.eval_sets(refine) if s.multihop)
+    refined = counterrefine_pipeline.scored(refine, two_hop)
+    aligned = alignrag_pipeline.scored(alignrag_config.settings(cfg.scale))
+    aligned = aligned[(aligned["dataset"] == two_hop.name)
+                      & aligned["method"].isin(["self-refine", "alignrag (cpo)"])].replace({"alignrag (cpo)": "alignrag"})
+    shared = set(refined["question_id"]) & set(aligned["question_id"])
+    frames += [part[part["question_id"].isin(shared)].assign(set="two-hop") for part in (refined, aligned)]
+    rows = pd.concat(frames, ignore_index=True)
+    rows["method"] = rows["method"].replace({"vanilla": "dense", counterrefine_pipeline.BASELINE: "dense"})
+    keep = [method in BUILT_FOR[name] for method, name in zip(rows["method"], rows["set"])]
+    return rows[keep].assign(paper=lambda t: t["method"].map(PAPERS)).reset_index(drop=True)

@@ -1,7 +1,9 @@
 """``python -m robustkit run headtohead``: every method on the same queries — the summary, the
 robustness table and the paired tests printed, the cost–accuracy and robustness figures drawn,
 every table written into ``figures/`` (``headtohead_summary``, ``headtohead_robustness``,
-``headtohead_tests``, ``headtohead_cost``, with a ``_<scale>`` suffix above tiny)."""
+``headtohead_tests``, ``headtohead_cost``, ``headtohead_sets``, with a ``_<scale>`` suffix above
+tiny). The sets each method was built for are read from FVA-RAG's, CounterRefine's and AlignRAG's
+own runs (``run fva``, ``run counterrefine``, ``run alignrag``), which run first where not staged."""
 from __future__ import annotations
 
 import time
@@ -11,7 +13,7 @@ import pandas as pd
 from robustkit.headtohead import experiments as ex
 from robustkit.headtohead import figures
 from robustkit.headtohead.config import HeadToHeadConfig, settings
-from robustkit.headtohead.pipeline import run, run_dir
+from robustkit.headtohead.pipeline import built_for, run, run_dir
 from robustkit.plots import figure_suffix, save_table
 
 
@@ -27,11 +29,17 @@ def main(cfg: HeadToHeadConfig | str | None = None) -> pd.DataFrame:
         print(drops[drops["type"] == "all"].drop(columns=["method", "type"]).to_string(index=False))
         print(tests.drop(columns=["p"]).to_string(index=False))
     print(ex.findings(table, drops, tests))
+    print("[robustkit] head to head: each method on the sets it was built for (FVA-RAG's, CounterRefine's and "
+          "AlignRAG's own runs: read where staged, run now where not)", flush=True)
+    sets = ex.by_set(built_for(cfg), cfg.methods)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(sets[sets["not run"].isna()].drop(columns=["method", "not run", "p"]).to_string(index=False))
     suffix = figure_suffix(cfg.scale.name)
     figures.plot_cost_accuracy(table, scale=cfg.scale.name, name=f"headtohead_cost{suffix}")
     figures.plot_drops(drops, scale=cfg.scale.name, name=f"headtohead_robustness{suffix}")
     save_table(table, f"headtohead_summary{suffix}")
     save_table(tests, f"headtohead_tests{suffix}")
+    save_table(sets, f"headtohead_sets{suffix}")
     print(f"[robustkit] done in {(time.perf_counter() - start) / 60:.1f} min (figures/headtohead_cost{suffix}.png, "
-          f"headtohead_robustness{suffix}.png, headtohead_{{summary,tests}}{suffix}.csv)")
+          f"headtohead_robustness{suffix}.png, headtohead_{{summary,tests,sets}}{suffix}.csv)")
     return table
