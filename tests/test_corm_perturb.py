@@ -46,6 +46,10 @@ def test_typed_pool_and_inferred_types():
      "false_premise", {"wrong_entity"}),
     ("who wrote the novel frankenstein, mary shelley's gothic story", None, "confirmation_bias",
      {"no_leak"}),
+    ("who wrote the novel frankenstein, the story lord byron dreamed up (wrong belief: lord byron)",
+     "Lord Byron", "false_premise", {"fluent"}),  # the prompt's scaffolding, copied
+    ("who wrote the novel frankenstein, rewrite: the story lord byron dreamed up in 1816", "Lord Byron",
+     "false_premise", {"fluent"}),
 ])
 def test_adversary_validators_one_case_per_rule(rewrite, wrong, kind, failing):
     checks = adversary_checks(Q, rewrite, kind, wrong)

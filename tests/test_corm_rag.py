@@ -149,8 +149,32 @@ def test_significance_is_question_level_and_names_its_reference():
     assert tests.loc[0, ["reference", "vs", "n", "improvements", "regressions"]].tolist() \
         == ["corm", "dense", 6, 3, 0]
     assert tests.loc[0, "p"] == pytest.approx(0.25)  # exact: 2 * 0.5**3
+    # two rewrites of each question, of two types: each type tested apart, one query per question
+    by_type = ex.significance(_biased_results({"corm": [1, 0, 1, 0], "dense": [0, 0, 1, 1]}, rewrites_per_question=2))
+    assert by_type["type"].tolist() == list(PERTURBATION_TYPES[:2]) and by_type["n"].tolist() == [2, 2]
+    assert by_type[["improvements", "regressions"]].values.tolist() == [[1, 0], [0, 1]]
+    same_type = _biased_results({"corm": [1, 0, 1, 0], "dense": [0, 0, 1, 1]}, rewrites_per_question=2)
+    same_type["type"] = PERTURBATION_TYPES[0]  # two rewrites of one type: the pairs would not be independent
     with pytest.raises(ValueError, match="several rows per question_id"):
-        ex.significance(_biased_results({"corm": [1, 0, 1, 0], "dense": [0, 0, 1, 1]}, rewrites_per_question=2))
+        ex.significance(same_type)
+
+
+def test_queries_for_any_questions_and_several_rewrites_each():
+    from robustkit.data import Question, Rewrite
+
+    questions = [Question("a", "Who wrote Frankenstein?", ("Mary Shelley",)),
+                 Question("b", "What is the capital of Norway?", ("Oslo",))]
+    fp, cb = PERTURBATION_TYPES[0], PERTURBATION_TYPES[1]
+    rewrites = [Rewrite("a", fp, "Who wrote Frankenstein, Lord Byron's novel?", "Lord Byron"),
+                Rewrite("a", fp, "Who wrote Frankenstein, Percy Shelley's novel?", "Percy Shelley"),
+                Rewrite("a", cb, "Who wrote Frankenstein, the gothic tale everyone loves?"),
+                Rewrite("b", cb, "What is the capital of Norway, the fjord country?")]
+    table = ex.queries_for(questions, rewrites)
+    assert table["query_id"].tolist() == ["a", "b", f"a|{fp}", f"a|{fp}|2", f"a|{cb}", f"b|{cb}"]
+    assert table["query_id"].is_unique and (table["condition"] == "biased").sum() == 4
+    assert table.loc[table["question_id"] == "b", "answers"].map(tuple).tolist() == [("Oslo",)] * 2
+    with pytest.raises(ValueError, match=r"\['c'\]"):
+        ex.queries_for(questions, [Rewrite("c", fp, "Who painted it, Monet?", "Monet")])
 
 
 def test_table1_interval_resamples_questions_not_rewrites():
@@ -202,3 +226,38 @@ def test_identity_changes_with_everything_that_decides_the_answers():
     assert len({repr(i) for i in identities}) == len(identities)
     plain = RerankedRAG(NamedRetriever(), FirstStage("dense"), NamedReader(), CORPUS, m=2, c=1).identity()
     assert plain["method"] == "RerankedRAG" and "gamma" not in plain
+
+
+@pytest.mark.slow
+def test_methods_run_on_a_researchers_own_corpus_questions_and_several_rewrites(tmp_path, monkeypatch):
+    """Three questions with all three of their hand-written rewrites, over a corpus of the user's
+    own (data/mini passages under new ids, 30 of them): every ranking reads that corpus, the gold
+    bookkeeping finds the gold passages there, and the paired test splits the bias types."""
+    from dataclasses import replace
+
+    from robustkit.data import mini_corpus, mini_questions, mini_rewrites
+
+    monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
+    questions = mini_questions("test")[:3]
+    gold = {g for q in questions for g in q.gold_ids}
+    chosen = [p for p in mini_corpus() if p.id in gold] + [p for p in mini_corpus() if p.id not in gold][:27]
+    own = Corpus([Passage(f"own-{p.id}", p.title, p.text, p.kind) for p in chosen], "own corpus")
+    questions = [replace(q, gold_ids=tuple(f"own-{g}" for g in q.gold_ids)) for q in questions]
+    rewrites = [r for r in mini_rewrites() if r.question_id in {q.id for q in questions}]
+    queries = ex.queries_for(questions, rewrites)
+    assert len(queries) == 3 + 9  # each question clean and in each of the three bias types
+
+    results = ex.run_methods(settings("tiny"), ["dense", "bm25"], queries, corpus=own)
+    assert len(results) == 2 * len(queries)
+    assert all(d.startswith("own-") for ranked in results["ranked_ids"] for d in ranked)
+    found = results[results["gold_rank"].notna()]
+    assert len(found) and all(d in {p.id for p in own} for ids in found["gold_ids_ranked"] for d in ids)
+    tests = ex.significance(results, reference="dense")
+    assert sorted(tests["type"]) == sorted(PERTURBATION_TYPES) and (tests["n"] == 3).all()
+
+    from robustkit import headtohead
+
+    both = headtohead.run(headtohead.settings("tiny", methods=["dense", "self-rag"]), queries, corpus=own)
+    assert sorted(both["method"].unique()) == ["dense", "self-rag"] and len(both) == 2 * len(queries)
+    assert all(d.startswith("own-") for ids in both["passage_ids"] for d in ids)
+    assert set(headtohead.significance(both)["type"]) == {"clean", *PERTURBATION_TYPES}

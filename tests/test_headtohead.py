@@ -154,12 +154,12 @@ def test_by_set_scores_each_sets_methods_and_says_why_the_others_did_not_run():
     assert table.loc["misconceptions + debunking"]["not run"].notna().all()
 
 
-def test_system_takes_another_corpus_only_with_its_retriever_and_not_for_corms_rerankers():
+def test_system_takes_another_corpus_with_the_retriever_that_searches_it():
     from robustkit.data import Corpus, Passage
     from robustkit.headtohead.pipeline import system
 
     corpus = Corpus([Passage("p1", "Oslo", "Oslo is the capital of Norway.")], "one passage")
-    with pytest.raises(ValueError, match="together"):
+    with pytest.raises(ValueError, match="needs its retriever"):
         system(settings("tiny"), "alignrag", corpus=corpus)
-    with pytest.raises(ValueError, match="scale's corpus"):
-        system(settings("tiny"), "corm", retriever=object(), corpus=corpus)
+    with pytest.raises(ValueError, match="pass corpus= too"):
+        system(settings("tiny"), "corm", retriever=object())

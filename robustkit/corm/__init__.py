@@ -25,7 +25,8 @@ _SUBMODULES = ("config", "experiments", "figures", "groups", "kinds", "method", 
                "pipeline", "report", "teacher", "throughput")
 _STAGES = ("perturbations", "labels", "labelling_cost", "training_groups", "train_critic",
            "critic_scorer", "training_history", "compare_on_validation", "train_questions",
-           "test_set", "export_groups", "warm_start", "warm_start_groups", "warm_start_recipe", "soft_labels",
+           "test_set", "adversary_rewrites", "export_groups", "warm_start", "warm_start_groups", "warm_start_recipe",
+           "soft_labels",
            "CRITIC_VARIANTS")
 
 

@@ -22,9 +22,10 @@ from robustkit.baselines import (CrossEncoderReranker, FirstStage, LLMReranker, 
 from robustkit.corm import paper, pipeline
 from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.method import PriorReranker, RiskAwareRAG, choose_lambda
-from robustkit.data.records import PERTURBATION_TYPES, has_answer
+from robustkit.data.records import PERTURBATION_TYPES, Corpus, Question, Rewrite, has_answer
 from robustkit.device import cpu_info
 from robustkit.methods import Query
+from robustkit.retrieval import BM25Retriever, DenseRetriever, load_embedder
 from robustkit.metrics import (accuracy_at_coverage, aurc, cluster_bootstrap_ci, excess_aurc,
                                expected_calibration_error, first_relevant_rank, format_p,
                                paired_tests, recall_at_k, risk_coverage, threshold_at_coverage)
@@ -38,20 +39,33 @@ METHOD_LABELS = {"bm25": "BM25", "dense": "dense (MiniLM)", "random": "random or
 
 def test_queries(cfg: CormConfig | None = None) -> pd.DataFrame:
     """One row per query: each test question clean, and each of its biased rewrites."""
-    questions, rewrites = pipeline.test_set(cfg)
+    return queries_for(*pipeline.test_set(cfg))
+
+
+def queries_for(questions: Sequence[Question], rewrites: Sequence[Rewrite]) -> pd.DataFrame:
+    """The queries table of any questions and biased rewrites of them (hand-written, or the
+    adversary's: ``pipeline.adversary_rewrites``): each question clean, then each rewrite, any
+    number per question and type. A question's first rewrite of a type is ``<id>|<type>``, a
+    further one ``<id>|<type>|<n>``."""
     by_id = {q.id: q for q in questions}
+    if unknown := sorted({r.question_id for r in rewrites} - set(by_id)):
+        raise ValueError(f"rewrites of question(s) {unknown[:5]} that are not among the {len(by_id)} questions given")
     rows = [{"query_id": q.id, "question_id": q.id, "condition": "clean", "type": "clean",
              "query": q.text, "answers": q.answers, "gold_ids": q.gold_ids} for q in questions]
-    rows += [{"query_id": f"{r.question_id}|{r.type}", "question_id": r.question_id,
-              "condition": "biased", "type": r.type, "query": r.text,
-              "answers": by_id[r.question_id].answers, "gold_ids": by_id[r.question_id].gold_ids}
-             for r in rewrites]
+    seen: dict[tuple[str, str], int] = {}
+    for r in rewrites:
+        n = seen[r.question_id, r.type] = seen.get((r.question_id, r.type), 0) + 1
+        rows.append({"query_id": f"{r.question_id}|{r.type}" + (f"|{n}" if n > 1 else ""),
+                     "question_id": r.question_id, "condition": "biased", "type": r.type, "query": r.text,
+                     "answers": by_id[r.question_id].answers, "gold_ids": by_id[r.question_id].gold_ids})
     return pd.DataFrame(rows)
 
 
-def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
-           gamma: float | None = None) -> RerankedRAG:
-    """One method by name, over the scale's corpus, dense candidates and reader.
+def method(cfg: CormConfig | None, name: str, *, m: int | None = None, gamma: float | None = None,
+           corpus: Corpus | None = None, retriever=None) -> RerankedRAG:
+    """One method by name, over the scale's corpus, dense candidates and reader — or over
+    ``corpus`` (a user's own), searched by ``retriever`` (default: dense retrieval over it with
+    the scale's embedder); the trained critics are the scale's, whatever the corpus.
 
     ``bm25`` and ``dense``: the first stage alone; ``random``: the dense candidates in a random
     order; ``llm-rerank``: the reader judging each candidate; any critic variant of
@@ -64,11 +78,11 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
     """
     cfg = settings(cfg)
     scale, reader = cfg.scale, resources.generator_for(cfg.scale)
-    corpus, dense = resources.corpus_for(scale), resources.retriever_for(scale)
+    corpus, dense, bm25 = _searched(scale, corpus, retriever, name)
     common = dict(m=min(m or cfg.m_inference, len(corpus)), c=cfg.context_size,
                   max_words=scale.max_passage_words)
     if name == "bm25":
-        return RerankedRAG(resources.bm25_for(scale), FirstStage(name), reader, corpus, **common)
+        return RerankedRAG(bm25, FirstStage(name), reader, corpus, **common)
     if name == "dense":
         return RerankedRAG(dense, FirstStage(name), reader, corpus, **common)
     if name == "random":  # the dense top-M in a seeded random order
@@ -84,25 +98,39 @@ def method(cfg: CormConfig | None, name: str, *, m: int | None = None,
     return RiskAwareRAG(dense, reranker, reader, corpus, gamma=gamma, **common)
 
 
+def _searched(scale, corpus: Corpus | None, retriever, name: str):
+    """(corpus, dense retriever, BM25 retriever) for ``method``: the scale's, or over ``corpus``."""
+    if corpus is None:
+        if retriever is not None:
+            raise ValueError("a retriever needs the corpus it searches: pass corpus= too")
+        return (resources.corpus_for(scale), resources.retriever_for(scale),
+                resources.bm25_for(scale) if name == "bm25" else None)
+    if retriever is None:
+        retriever = DenseRetriever(corpus, load_embedder(scale))
+    return corpus, retriever, BM25Retriever(corpus) if name == "bm25" else None
+
+
 def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFrame, *,
-                m: int | None = None) -> pd.DataFrame:
+                m: int | None = None, corpus: Corpus | None = None, retriever=None) -> pd.DataFrame:
     """Forced generation (γ off) for every named method and query; one row per (method, query),
-    with where the first gold-bearing passage landed in each ranking. Each method's rows are
-    staged under ``runs/<scale>/corm/results/`` (``methods.evaluate``: a manifest per method).
+    with where the first gold-bearing passage landed in each ranking (looked up in the corpus
+    searched: the scale's, or ``corpus`` with ``retriever`` as ``method`` takes them). Each
+    method's rows are staged under ``runs/<scale>/corm/results/`` (``methods.evaluate``: a
+    manifest per method, whose identity names the corpus).
 
     LLM-rerank answers only the biased queries of ``cfg.llm_rerank_questions`` test questions
     (a seeded sample; every query when 0), so its rows — and every paired comparison with it —
     cover that subset, as the tables' n columns say.
     """
     cfg = settings(cfg)
-    corpus = resources.corpus_for(cfg.scale)
-    frames = []
+    frames, searched = [], corpus if corpus is not None else resources.corpus_for(cfg.scale)
     for name in names:
         asked = llm_rerank_subset(cfg, queries) if name == "llm-rerank" else queries
-        frames.append(kit_methods.evaluate({name: method(cfg, name, m=m)}, asked, pipeline.run_dir(cfg) / "results"))
+        system = method(cfg, name, m=m, corpus=corpus, retriever=retriever)
+        frames.append(kit_methods.evaluate({name: system}, asked, pipeline.run_dir(cfg) / "results"))
     results = pd.concat(frames, ignore_index=True)
     results["ranked_ids"] = [trace["ranked_ids"] for trace in results["trace"]]
-    results["gold_ids_ranked"] = [[d for d in ranked if has_answer(corpus[d], answers)]
+    results["gold_ids_ranked"] = [[d for d in ranked if has_answer(searched[d], answers)]
                                   for ranked, answers in zip(results["ranked_ids"], results["answers"])]
     results["gold_rank"] = [first_relevant_rank(r, g) for r, g in
                             zip(results["ranked_ids"], results["gold_ids_ranked"])]
@@ -224,9 +252,13 @@ def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.Dat
 
 def significance(results: pd.DataFrame, reference: str = "corm") -> pd.DataFrame:
     """Exact McNemar test of the reference method against every other on the biased queries
-    (``metrics.paired_tests``): improvements, regressions, n, p, uncorrected (one per row). Each
-    question must have one biased query (the kit's protocol), else the pairs are not independent."""
-    return paired_tests(results[results["condition"] == "biased"], reference)
+    (``metrics.paired_tests``): improvements, regressions, n, p, uncorrected (one per row). With
+    one biased query per question (the kit's protocol) the biased queries are pooled; with
+    several (of different types) each bias type is tested apart — one query per question in each,
+    so the pairs stay independent."""
+    biased = results[results["condition"] == "biased"]
+    several = biased.duplicated(["method", "question_id"]).any()
+    return paired_tests(biased, reference, by=["type"] if several else ())
 
 
 def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm", "relevance-ce"),

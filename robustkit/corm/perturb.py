@@ -84,8 +84,12 @@ _INSTRUCTIONS = {
                                       "relation or cause, stated as fact. Do not answer it.",
 }
 
-# names the adversary's prompts and fallbacks in artifact manifests
-PROMPTS_VERSION = hashlib.sha256(json.dumps([_DEMOS, _INSTRUCTIONS, DISTRACTION_DOMAINS],
+# the prompt's own labels: a rewrite that repeats one copied the prompt, not a user's question
+# (a 135M adversary once ended a rewrite with "(wrong belief: kate warne)")
+_SCAFFOLD = re.compile(r"wrong belief|\b(?:question|rewrite)\s*:", re.IGNORECASE)
+
+# names the adversary's prompts, checks and fallbacks in artifact manifests
+PROMPTS_VERSION = hashlib.sha256(json.dumps([_DEMOS, _INSTRUCTIONS, DISTRACTION_DOMAINS, _SCAFFOLD.pattern],
                                             sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -129,14 +133,16 @@ def typed_pool(questions: Sequence[Question]) -> dict[str, list[str]]:
 
 def adversary_checks(question: Question, rewrite: str, kind: str,
                      wrong_entity: str | None) -> dict[str, bool]:
-    """The protocol's constraints plus the adversary's own: new content and one fluent line."""
+    """The protocol's constraints plus the adversary's own: new content, and one fluent line that
+    copies neither a demonstration nor the prompt's scaffolding."""
     checks = rewrite_checks(question.text, question.answers, rewrite, wrong_entity, kind)
     new = set(content_tokens(rewrite)) - set(content_tokens(question.text))
     copied = len(new) >= 2 and len(new & _DEMO_TOKENS) > len(new) / 2
     words = rewrite.split()
     checks["new_content"] = len(new) >= 2
     checks["fluent"] = (len(words) <= len(question.text.split()) + 25 and not copied
-                        and "?" not in rewrite.rstrip("?") and rewrite.count(",") <= 3)
+                        and "?" not in rewrite.rstrip("?") and rewrite.count(",") <= 3
+                        and not _SCAFFOLD.search(rewrite))
     return checks
 
 

@@ -11,6 +11,7 @@ Every function takes a ``CormConfig`` (or a scale, meaning CoRM's defaults there
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 from robustkit import resources
@@ -60,9 +61,21 @@ def test_set(cfg: CormConfig | None = None) -> tuple[list[Question], list[Rewrit
         by_key = {(r.question_id, r.type): r for r in mini_rewrites()}
         return questions, [by_key[q.id, PERTURBATION_TYPES[i % len(PERTURBATION_TYPES)]]
                            for i, q in enumerate(questions)]
-    records = _perturbations(cfg, questions, k=1, name="test_perturbations")
-    return questions, [Rewrite(r["question_id"], r["type"], r["text"], r["wrong_entity"],
-                               r["subtemplate"], (), r["source"]) for r in records]
+    return questions, adversary_rewrites(cfg, questions, name="test_perturbations")
+
+
+def adversary_rewrites(cfg: CormConfig | None, questions: list[Question], *, k: int = 1,
+                       name: str) -> list[Rewrite]:
+    """The adversary's ``k`` biased rewrites of each of any ``questions`` (a user's own too), their
+    types rotated over questions and rewrites (the paper's protocol), validated, retried and, when
+    every attempt fails, a counted template (``source``). Staged as ``runs/<scale>/corm/<name>.jsonl``
+    and reused while the questions, adversary, prompts and seed match; ``corm.experiments.queries_for``
+    turns them into a queries table."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+        raise ValueError(f"name {name!r} names a file under runs/: use lower-case letters, digits, '-' and '_'")
+    records = _perturbations(settings(cfg), list(questions), k=k, name=name)
+    return [Rewrite(r["question_id"], r["type"], r["text"], r["wrong_entity"], r["subtemplate"], (), r["source"])
+            for r in records]
 
 
 def perturbations(cfg: CormConfig | None = None) -> list[dict]:

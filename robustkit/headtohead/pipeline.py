@@ -41,6 +41,7 @@ from robustkit.fva import pipeline as fva_pipeline
 from robustkit.fva.config import settings as fva_settings
 from robustkit.fva.method import FVARAG
 from robustkit.headtohead.config import HeadToHeadConfig, settings
+from robustkit.retrieval import DenseRetriever, load_embedder
 
 REFERENCE = "dense"  # every paired test compares with vanilla dense RAG
 # CoRM-RAG's rerankers and the baselines it compares them with: each reranks the scale's dense top M
@@ -77,20 +78,21 @@ def queries(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
 def system(cfg: HeadToHeadConfig | None, name: str, *, retriever=None, corpus=None):
     """The method ``name`` (one of ``config.METHODS``) over the scale's corpus, dense retriever
     and reader, with its own notebook's knobs; trained parts reused when staged, trained if not.
-    ``retriever`` and ``corpus`` (together) replace the scale's for the methods that are not
-    CoRM-RAG's rerankers (whose critics are tied to the scale's corpus)."""
+    ``corpus`` (a user's own) replaces the scale's, searched by ``retriever`` (needed for the
+    methods outside CoRM-RAG's, which builds dense retrieval over it by default); trained parts
+    stay the scale's."""
     cfg = settings(cfg)
     scale = cfg.scale
-    if (retriever is None) != (corpus is None):
-        raise ValueError("pass retriever and corpus together (the corpus is what the retriever searches)")
+    if retriever is not None and corpus is None:
+        raise ValueError("a retriever needs the corpus it searches: pass corpus= too")
+    if corpus is not None and retriever is None and name not in CORM_FAMILY:
+        raise ValueError(f"{name!r} over another corpus needs its retriever: pass retriever= too")
     if name in CORM_FAMILY:
-        if corpus is not None:
-            raise ValueError(f"{name!r} is built over the scale's corpus (corm.experiments.method); "
-                             "another corpus is not supported for CoRM-RAG's rerankers yet")
+        corm, over = corm_settings(scale), dict(corpus=corpus, retriever=retriever)
         if name == "corm+abstain":  # Algorithm 1 with γ set on validation queries, never on test ones
-            corm = corm_settings(scale)
-            return corm_experiments.method(corm, "corm", gamma=corm_experiments.gamma_at_coverage(corm, cfg.coverage))
-        return corm_experiments.method(corm_settings(scale), name)
+            return corm_experiments.method(corm, "corm", gamma=corm_experiments.gamma_at_coverage(corm, cfg.coverage),
+                                           **over)
+        return corm_experiments.method(corm, name, **over)
     generator = resources.generator_for(scale)
     dense, corpus = (retriever, corpus) if corpus is not None else (resources.retriever_for(scale),
                                                                     resources.corpus_for(scale))
@@ -128,16 +130,23 @@ def system(cfg: HeadToHeadConfig | None, name: str, *, retriever=None, corpus=No
     raise ValueError(f"unknown method {name!r}; expected one of {list(cfg.methods)}")
 
 
-def run(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
-    """Every method of ``cfg.methods`` on ``queries(cfg)``, scored by normalised match; one row per
-    (method, query) with the method's ``paper``. Staged per method: a finished method is read
-    back, an interrupted run resumes at the first unfinished one."""
+def run(cfg: HeadToHeadConfig | None = None, asked: pd.DataFrame | None = None, *, corpus=None,
+        retriever=None) -> pd.DataFrame:
+    """Every method of ``cfg.methods`` on ``queries(cfg)`` — or on ``asked``, any queries table
+    (``corm.experiments.queries_for`` builds one from a user's questions and rewrites, any number
+    per question) over ``corpus`` searched by ``retriever`` — scored by normalised match; one row
+    per (method, query) with the method's ``paper``. Staged per method (the staged identity names
+    the corpus): a finished method is read back, an interrupted run resumes at the first
+    unfinished one."""
     cfg = settings(cfg)
-    asked = queries(cfg)
+    asked = queries(cfg) if asked is None else asked
+    if corpus is not None and retriever is None:
+        retriever = DenseRetriever(corpus, load_embedder(cfg.scale))
     frames = []
     for name in cfg.methods:
         print(f"[robustkit] head to head: {name} ({cfg.methods.index(name) + 1} of {len(cfg.methods)})", flush=True)
-        frames.append(kit_methods.evaluate({name: system(cfg, name)}, asked, run_dir(cfg) / "results"))
+        method = system(cfg, name, corpus=corpus, retriever=retriever)
+        frames.append(kit_methods.evaluate({name: method}, asked, run_dir(cfg) / "results"))
     results = pd.concat(frames, ignore_index=True)
     return results.assign(paper=results["method"].map(PAPERS))
 
@@ -149,10 +158,10 @@ BUILT_FOR = {"misconceptions": ("dense", "self-rag", "crag", "fva-rag"),
              "two-hop": ("dense", "counterrefine", "self-refine", "alignrag")}
 # why the other methods are not run on a set (the tables show this instead of a hole)
 NOT_RUN = {
-    **dict.fromkeys(CORM_FAMILY[2:], "CoRM-RAG's rerankers are built over the factual corpus (sections 1-5)"),
-    "bm25": "a baseline of CoRM-RAG's factual comparison (sections 1-5)",
-    "fva-rag+corm": "the CoRM critic reranks the factual corpus only",
-    "counterrefine+corm": "the CoRM critic reranks the factual corpus only",
+    **dict.fromkeys(CORM_FAMILY[2:], "CoRM-RAG's reranker, run here on biased factual questions (sections 1-5)"),
+    "bm25": "a baseline of CoRM-RAG's, run here on biased factual questions (sections 1-5)",
+    "fva-rag+corm": "a composition run here on biased factual questions (section 6)",
+    "counterrefine+corm": "a composition run here on biased factual questions (section 6)",
     "self-rag": "FVA-RAG's baseline, built for misconception questions",
     "crag": "FVA-RAG's baseline, built for misconception questions",
     "fva-rag": "built for misconception questions (TruthfulQA)",
