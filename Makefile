@@ -24,7 +24,7 @@ run: setup
 
 test: test-fast
 	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests notebooks -m slow \
-		--nbval-lax --nbval-cell-timeout=3600 -p no:cacheprovider
+		--nbval-lax --nbval-cell-timeout=3600 -p no:cacheprovider --durations=25
 
 test-fast: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests -m "not slow" -p no:cacheprovider

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import tempfile
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -26,8 +27,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from robustkit.artifacts import digest, read_manifest, stage
-from robustkit.config import (Scale, check_knob, get_scale, quiet_model_loading, runs_dir,
-                              show_progress)
+from robustkit.config import Scale, check_knob, get_scale, quiet_model_loading, runs_dir
 from robustkit.data.nli import LABELS, NLIPair, NLISet, load_nli
 from robustkit.data.records import write_jsonl
 from robustkit.device import pick_device, place
@@ -231,26 +231,27 @@ def train(pairs: Sequence[NLIPair], *, init: str, out: str | Path, recipe: Recip
     Freezing the two lowest layers as well trains 1.25× faster but learns less per pair (4,000
     pairs so: 71%, below 3,000 pairs with every layer trained: 74-75%).
 
-    AdamW with linear warm-up and decay. With ``scratch``, a checkpoint after each epoch but the
+    AdamW with linear warm-up and decay, in the kit's one training loop (``crossencoder.loop.fit``,
+    as the ranking cross-encoders train). With ``scratch``, a checkpoint after each epoch but the
     last lets a killed run resume at the next epoch (batch order and dropout are seeded per epoch,
     so a resumed run trains as an uninterrupted one). Returns the history: one row per step.
     """
     import torch
-    from tqdm.auto import tqdm
     from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
                               get_linear_schedule_with_warmup)
+
+    from robustkit.crossencoder.loop import accelerator_for, fit
 
     if not pairs:
         raise ValueError("no NLI pairs to train on")
     quiet_model_loading()
+    accelerator = accelerator_for()
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(init)
     model = AutoModelForSequenceClassification.from_pretrained(
         init, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
         label2id={label: i for i, label in enumerate(LABELS)},
         hidden_dropout_prob=recipe.dropout, attention_probs_dropout_prob=recipe.dropout)
-    device = pick_device()
-    model.to(device).train()
     model.get_input_embeddings().weight.requires_grad_(False)
     head = [p for n, p in model.named_parameters() if p.requires_grad and _is_head(model, n)]
     body = [p for n, p in model.named_parameters() if p.requires_grad and not _is_head(model, n)]
@@ -264,34 +265,24 @@ def train(pairs: Sequence[NLIPair], *, init: str, out: str | Path, recipe: Recip
     lengths = [len(ids) for ids in encoded["input_ids"]]
     steps = math.ceil(len(pairs) / recipe.batch_size) * recipe.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, int(recipe.warmup * steps), steps)
-    history: list[dict] = []
-    start_epoch = 0
-    checkpoint = Path(scratch) / "checkpoint.pt" if scratch else None
-    if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
-        for part, obj in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler)):
-            obj.load_state_dict(state[part])
-        start_epoch, history = state["epoch"] + 1, state["history"]
-    bar = tqdm(total=steps, initial=len(history), desc="NLI training", unit="step",
-               disable=not (progress and show_progress()))
-    for epoch in range(start_epoch, recipe.epochs):
-        torch.manual_seed(seed + epoch)
-        for batch in _length_grouped(lengths, recipe.batch_size, random.Random(seed + epoch)):
-            inputs = tokenizer.pad({key: [encoded[key][i] for i in batch] for key in encoded},
-                                   return_tensors="pt").to(device)
-            loss = model(**inputs, labels=torch.tensor([labels[i] for i in batch],
-                                                       device=device)).loss
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            history.append({"step": len(history) + 1, "epoch": epoch, "loss": loss.item()})
-            bar.update()
-        if checkpoint is not None and epoch + 1 < recipe.epochs:
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(), "epoch": epoch,
-                        "history": history}, checkpoint)
-    bar.close()
+
+    def batches(epoch: int) -> list[dict]:  # length-grouped, shuffled per epoch by its own seed
+        device = accelerator.device
+        return [{**tokenizer.pad({key: [encoded[key][i] for i in batch] for key in encoded}, return_tensors="pt").to(device),
+                 "labels": torch.tensor([labels[i] for i in batch], device=device)}
+                for batch in _length_grouped(lengths, recipe.batch_size, random.Random(seed + epoch))]
+
+    def step(model, batch: dict, backward):
+        loss = model(**batch).loss
+        backward(loss)
+        return loss
+
+    with tempfile.TemporaryDirectory() as spare:  # without scratch: checkpoints nobody will resume
+        model, rows = fit(accelerator, model, optimizer, scheduler, epochs=recipe.epochs,
+                          out_dir=scratch or spare, batches=batches, step=step, what="the NLI cross-encoder",
+                          on_epoch=lambda epoch: torch.manual_seed(seed + epoch), progress=progress)
+    history = [{"step": number, "epoch": int(row["epoch"]), "loss": row["loss"]}
+               for number, row in enumerate(rows, start=1)]
     model.eval()
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))

@@ -259,7 +259,7 @@ def test_training_resumes_from_its_epoch_checkpoint(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         nli.train(pairs, init=init, out=tmp_path / "resumed", scratch=tmp_path, recipe=recipe,
                   progress=False)
-    assert (tmp_path / "checkpoint.pt").exists() and not (tmp_path / "resumed").exists()
+    assert (tmp_path / "checkpoints" / "epoch-0").is_dir() and not (tmp_path / "resumed").exists()
     monkeypatch.setattr(nli, "_length_grouped", real)
     history = nli.train(pairs, init=init, out=tmp_path / "resumed", scratch=tmp_path,
                         recipe=recipe, progress=False)

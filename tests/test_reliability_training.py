@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from robustkit.corm.groups import build_groups
+from robustkit.crossencoder import loop
 from robustkit.crossencoder import train as training
 from robustkit.crossencoder.groups import check_groups
 
@@ -177,9 +178,9 @@ def test_an_older_versions_torn_checkpoint_is_set_aside_and_the_one_before_resum
 
     def save_in_place(accelerator, out_dir, epoch):
         accelerator.save_state(out_dir / "checkpoints" / f"epoch-{epoch}")
-        for older, path in training._checkpoints(out_dir):
+        for older, path in loop._checkpoints(out_dir):
             if older < epoch:
-                training.shutil.rmtree(path)
+                loop.shutil.rmtree(path)
 
     def save_and_die(obj, f, *args, **kwargs):
         real_save(obj, f, *args, **kwargs)
@@ -189,7 +190,7 @@ def test_an_older_versions_torn_checkpoint_is_set_aside_and_the_one_before_resum
 
     real_save = torch.save
     with monkeypatch.context() as patch:
-        patch.setattr(training, "_save_checkpoint", save_in_place)
+        patch.setattr(loop, "_save_checkpoint", save_in_place)
         patch.setattr(torch, "save", save_and_die)
         with pytest.raises(KeyboardInterrupt):
             training.train(TRAIN, VAL, init=init, out_dir=tmp_path, **KNOBS)

@@ -1,10 +1,9 @@
-"""Training the kit's cross-encoder with Accelerate: one loop for CPU and GPU.
+"""Training the kit's ranking cross-encoder, in the kit's one training loop (``crossencoder.loop``).
 
 AdamW (weight decay 0.01) with a cosine schedule and linear warm-up over listwise groups
 (``{query, docs, labels}``: CoRM's teacher groups, ``crossencoder.groups``' alias groups; checked
 first, ``check_groups``), a loss from ``crossencoder.loss``, held-out NDCG@3 / MRR each epoch, a
-checkpoint per epoch that a rerun resumes from (renamed into place once whole, checked before it
-is loaded). fp32 on a CPU; on a GPU the device's mixed precision (``device.mixed_precision``:
+checkpoint per epoch that a rerun resumes from (``loop.fit``). fp32 on a CPU; on a GPU the device's mixed precision (``device.mixed_precision``:
 bf16 autocast, or fp16 autocast with Accelerate's gradient scaler on a T4) over fp32 master
 weights, a loss that stays non-finite stops with the fix, and a batch runs in as many passes as
 the GPU's free memory needs (``pass_budget``); several GPUs unchanged:
@@ -15,29 +14,20 @@ This module imports only torch, transformers and accelerate (plus the kit's ligh
 """
 from __future__ import annotations
 
-import ctypes
-import itertools
 import math
-import re
-import shutil
-import sys
-import time
-import zipfile
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
-from robustkit.artifacts import JsonlLog
-from robustkit.config import announce_long_work, check_knob, show_progress
+from robustkit.config import check_knob
 from robustkit.crossencoder.groups import check_groups
+from robustkit.crossencoder.loop import accelerator_for, fit, model_name
 from robustkit.crossencoder.loss import make_loss
 from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
 from robustkit.data.records import write_jsonl
-from robustkit.device import autocast_dtype, max_pairs_per_pass, mixed_precision, pick_device
+from robustkit.device import autocast_dtype, max_pairs_per_pass, pick_device
 from robustkit.metrics import mrr, ndcg_at_k
 
 
@@ -63,7 +53,6 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     final model is saved to ``model_dir`` (default ``out_dir/model``) with the history beside it
     as ``history.jsonl``.
     """
-    from accelerate import Accelerator
     from transformers import get_cosine_schedule_with_warmup
 
     _check_hparams(epochs=epochs, lr=lr, batch_groups=batch_groups, grad_accum=grad_accum,
@@ -75,11 +64,8 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
         print(f"[robustkit] cross-encoder training: batches above {max_pairs} pairs run as "
               "micro-batches of whole groups (ROBUSTKIT_MAX_PAIRS)")
     criterion = make_loss(loss, tau)
-    out_dir = Path(out_dir)
-    model_dir = Path(model_dir or out_dir / "model")
-    keep_freed_memory()
-    accelerator = Accelerator(mixed_precision=mixed_precision(pick_device()),
-                              gradient_accumulation_steps=grad_accum)
+    model_dir = Path(model_dir or Path(out_dir) / "model")
+    accelerator = accelerator_for(grad_accum)
     torch.manual_seed(seed)
     if (Path(init) / "critic_config.json").exists():  # a trained cross-encoder (the warm start): head too
         model = CrossEncoder.load(init).train()
@@ -93,39 +79,20 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
     steps_per_epoch = math.ceil(len(train_data) / batch_groups / grad_accum)
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(warmup * steps_per_epoch * epochs),
                                                 steps_per_epoch * epochs)
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    history = JsonlLog(out_dir / "history.jsonl", key="id")
-    start_epoch = _resume(accelerator, out_dir)
-    started = time.perf_counter()
-    for epoch in range(start_epoch, epochs):
-        loader = accelerator.prepare(torch.utils.data.DataLoader(
+
+    def batches(epoch: int):  # a fresh shuffle per epoch, seeded so a resumed run sees the same order
+        return accelerator.prepare(torch.utils.data.DataLoader(
             train_data, batch_size=batch_groups, shuffle=True, collate_fn=train_data.collate,
             generator=torch.Generator().manual_seed(seed + epoch)))
-        model.train()
-        rows = []
-        for step, batch in enumerate(tqdm(loader, desc=f"epoch {epoch + 1}/{epochs}",
-                                          disable=not (progress and show_progress() and accelerator.is_main_process))):
-            with accelerator.accumulate(model), _named_out_of_memory(model, batch, max_pairs):
-                value = backward_in_parts(model, criterion, batch, max_pairs, accelerator.backward)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
-            rows.append({"id": f"train-{epoch}-{step}", "epoch": epoch + step / len(loader),
-                         "split": "train", "loss": value.item()})
-            _check_finite([row["loss"] for row in rows], accelerator.mixed_precision)
-            if epoch == start_epoch and step == 2 and accelerator.is_main_process:
-                announce_long_work(f"training {model_name(model)}", 3, len(loader) * (epochs - start_epoch),
-                                   time.perf_counter() - started, "steps")
-        val = evaluate(accelerator.unwrap_model(model), val_data, criterion, batch_groups)
-        rows.append({"id": f"val-{epoch}", "epoch": epoch + 1, "split": "val", **val})
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            history.extend(rows)
-        if epoch < epochs - 1:  # the last epoch ends in the saved model: no state to resume from
-            _save_checkpoint(accelerator, out_dir, epoch)
-    rows = [history.records[k] for k in sorted(history.records, key=_history_order)]
+
+    def step(model, batch, backward):
+        return backward_in_parts(model, criterion, batch, max_pairs, backward)
+
+    model, rows = fit(accelerator, model, optimizer, scheduler, epochs=epochs, out_dir=out_dir, batches=batches,
+                      step=step, what=model_name(model), max_pairs=max_pairs, progress=progress,
+                      after_epoch=lambda trained, epoch: evaluate(trained, val_data, criterion, batch_groups))
     if accelerator.is_main_process:
-        accelerator.unwrap_model(model).save(model_dir)
+        model.save(model_dir)
         write_jsonl(model_dir / "history.jsonl", rows)
     return rows
 
@@ -174,39 +141,6 @@ def gpu_pairs_per_pass(init: str, max_length: int) -> int:
           f"(~{per_pair / 2**20:.0f} MiB of activations a pair of {max_length} tokens; "
           f"{free / GB:.1f} GiB free beside the model's training state)")
     return pairs
-
-
-def model_name(model) -> str:
-    """A cross-encoder's base model, for messages (through Accelerate's wrapper if there is one)."""
-    inner = getattr(model, "module", model)
-    return inner.config.get("base_model", type(inner).__name__) if isinstance(inner.config, dict) \
-        else type(inner).__name__
-
-
-def _check_finite(losses: list[float], precision: str) -> None:
-    """Stop when the last three training losses are not finite: fp16's gradient scaler skips a
-    step whose gradients overflow, but a loss that stays NaN or inf is a forward pass that
-    overflows (DeBERTa-v3 has been reported to, in fp16), and training would learn nothing."""
-    if len(losses) >= 3 and not any(math.isfinite(x) for x in losses[-3:]):
-        raise FloatingPointError(
-            f"the training loss has not been finite for 3 steps in mixed precision '{precision}'"
-            + (": an fp16 overflow; train in fp32 with ROBUSTKIT_MIXED_PRECISION=no" if precision == "fp16"
-               else ": lower the learning rate, or check the groups' labels"))
-
-
-@contextmanager
-def _named_out_of_memory(model, batch: dict, max_pairs: int | None):
-    """A GPU out-of-memory error in a training step, said in the kit's words: which model, how
-    many pairs, and the knob that makes a pass smaller."""
-    try:
-        yield
-    except torch.cuda.OutOfMemoryError:
-        from robustkit.device import ModelDoesNotFit, gpu
-
-        raise ModelDoesNotFit(
-            f"training {model_name(model)} ran out of GPU memory on {gpu()} with {len(batch['input_ids'])} pairs in a "
-            f"batch ({max_pairs or 'all'} per pass); set ROBUSTKIT_MAX_PAIRS to a smaller number of "
-            "pairs per pass (at least the largest group), or lower batch_groups") from None
 
 
 def backward_in_parts(model, criterion, batch: dict, max_pairs: int | None, backward) -> torch.Tensor:
@@ -286,93 +220,6 @@ def _evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: 
             "mrr": float(np.mean(mrrs))}
 
 
-CHECKPOINT = re.compile(r"epoch-(\d+)")  # a whole epoch's state; "epoch-3.partial", "epoch-3.torn-1" are not
-
-
-def _checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
-    """The epoch checkpoints in ``out_dir``, oldest first."""
-    folders = (out_dir / "checkpoints").glob("epoch-*")
-    return sorted((int(match[1]), folder) for folder in folders if (match := CHECKPOINT.fullmatch(folder.name)))
-
-
-def _save_checkpoint(accelerator, out_dir: Path, epoch: int) -> None:
-    """Save the training state after ``epoch`` into a scratch folder and rename it into place
-    once every process has written its part: a run killed while saving leaves the scratch
-    folder (cleared by the next save), never a torn ``epoch-N`` that every resume would fail
-    to load. The rename is atomic on one filesystem; the state of the epoch before goes once
-    this one is in place."""
-    folder = out_dir / "checkpoints" / f"epoch-{epoch}"
-    scratch = folder.with_name(f"{folder.name}.partial")
-    if accelerator.is_main_process and scratch.exists():
-        shutil.rmtree(scratch)
-    accelerator.wait_for_everyone()
-    accelerator.save_state(scratch)
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        scratch.rename(folder)
-        for older, path in _checkpoints(out_dir):
-            if older < epoch:
-                shutil.rmtree(path)
-    accelerator.wait_for_everyone()
-
-
-def _resume(accelerator, out_dir: Path) -> int:
-    """Load the last whole checkpoint and return the epoch after it (0: none). A torn one (an
-    older version saved in place, and a run killed midway left it; or a file was lost since) is
-    set aside as ``epoch-N.torn-M`` with a message, kept to inspect, and the one before it tried."""
-    if accelerator.is_main_process:
-        for _, folder in reversed(_checkpoints(out_dir)):
-            problem = _torn(folder, accelerator)
-            if problem is None:
-                break
-            aside = next(path for n in itertools.count(1)
-                         if not (path := folder.with_name(f"{folder.name}.torn-{n}")).exists())
-            folder.rename(aside)
-            print(f"[robustkit] {folder}: an incomplete checkpoint ({problem}), set aside as {aside.name}; "
-                  "training resumes from the last complete checkpoint, or from the start. Delete "
-                  f"{aside.name} once done with it")
-    accelerator.wait_for_everyone()
-    done = _checkpoints(out_dir)
-    if not done:
-        return 0
-    epoch, folder = done[-1]
-    accelerator.load_state(folder)
-    return epoch + 1
-
-
-def _torn(folder: Path, accelerator) -> str | None:
-    """What keeps ``folder`` from being a whole checkpoint of this run, or None: every file
-    ``accelerator.load_state`` reads must be there and written to its end (it skips a missing
-    random state without a word, and the resumed run would then differ from an unbroken one)."""
-    from accelerate.utils import (OPTIMIZER_NAME, RNG_STATE_NAME, SAFE_WEIGHTS_NAME, SCALER_NAME,
-                                  SCHEDULER_NAME, WEIGHTS_NAME)
-    from safetensors import SafetensorError, safe_open
-
-    weights = [folder / name for name in (SAFE_WEIGHTS_NAME, WEIGHTS_NAME) if (folder / name).exists()]
-    if not weights:
-        return f"no model weights: neither {SAFE_WEIGHTS_NAME} nor {WEIGHTS_NAME}"
-    files = [weights[0], folder / f"{OPTIMIZER_NAME}.bin", folder / f"{SCHEDULER_NAME}.bin",
-             *(folder / f"{RNG_STATE_NAME}_{i}.pkl" for i in range(accelerator.num_processes)),
-             *([folder / SCALER_NAME] if accelerator.scaler is not None else [])]
-    for path in files:
-        if not path.exists():
-            return f"no {path.name}"
-        try:  # no tensor is read: a safetensors header gives its data's length, torch.save's zip ends in its index
-            if path.suffix == ".safetensors":
-                with safe_open(path, "pt"):
-                    pass
-            else:
-                zipfile.ZipFile(path).close()
-        except (SafetensorError, zipfile.BadZipFile):
-            return f"{path.name} is cut short"
-    return None
-
-
-def _history_order(key: str) -> tuple:
-    split, epoch, *step = key.split("-")
-    return int(epoch), split == "val", int(step[0]) if step else 0
-
-
 def _check_hparams(*, epochs, lr, batch_groups, grad_accum, weight_decay, warmup, max_length) -> None:
     for name, value in (("epochs", epochs), ("batch_groups", batch_groups),
                         ("grad_accum", grad_accum), ("max_length", max_length)):
@@ -382,25 +229,3 @@ def _check_hparams(*, epochs, lr, batch_groups, grad_accum, weight_decay, warmup
     check_knob("warmup", warmup, low=0, high=1)
 
 
-def keep_freed_memory() -> None:
-    """Let glibc keep freed blocks under 256 MiB for reuse instead of returning them to the OS.
-
-    CPU training allocates the same activation buffers each step; by default glibc serves blocks
-    over its mmap threshold (at most 32 MiB) with fresh mmaps and trims the heap after each free,
-    so every step page-faults its buffers in again (2.9× the faults of this setting). Serving
-    *every* block from the heap avoids that but fragments it: dynamically padded batches change
-    the buffers' sizes each step, and training the small relevance model peaked at 19.0 GiB
-    against glibc's 11.9. A fixed 256 MiB threshold keeps the many mid-sized buffers in the heap
-    and maps only the largest (attention probabilities of a long batch): 15.0 GiB, with 1.5× the
-    first setting's faults and a step time within noise of it (measured beside another job).
-    Trimming only beyond 1 GiB keeps the heap's top. A no-op off glibc.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3  # mallopt parameter numbers from <malloc.h>
-    libc.mallopt(m_mmap_threshold, 256 << 20)
-    libc.mallopt(m_trim_threshold, 1 << 30)
