@@ -261,3 +261,23 @@ def test_methods_run_on_a_researchers_own_corpus_questions_and_several_rewrites(
     assert sorted(both["method"].unique()) == ["dense", "self-rag"] and len(both) == 2 * len(queries)
     assert all(d.startswith("own-") for ids in both["passage_ids"] for d in ids)
     assert set(headtohead.significance(both)["type"]) == {"clean", *PERTURBATION_TYPES}
+
+
+@pytest.mark.slow
+def test_the_adversary_rewrites_a_users_questions_once_and_stages_them(tmp_path, monkeypatch):
+    import robustkit as rk
+    from robustkit.corm.pipeline import adversary_rewrites
+    from robustkit.data import Question
+
+    monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
+    questions = [Question("own-1", "Who wrote the novel Frankenstein?", ("Mary Shelley",), "person"),
+                 Question("own-2", "What is the capital city of Norway?", ("Oslo",), "place")]
+    rewrites = adversary_rewrites("tiny", questions, name="own")
+    assert [(r.question_id, r.type) for r in rewrites] == [("own-1", PERTURBATION_TYPES[0]),
+                                                           ("own-2", PERTURBATION_TYPES[1])]
+    assert all(r.source in ("llm", "template") and r.text for r in rewrites)
+    assert (tmp_path / "tiny" / "corm" / "own.jsonl").exists()
+    with rk.load_only():  # staged: read back, not rewritten
+        assert adversary_rewrites("tiny", questions, name="own") == rewrites
+    with pytest.raises(ValueError, match="lower-case"):
+        adversary_rewrites("tiny", questions, name="../elsewhere")
