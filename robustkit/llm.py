@@ -21,7 +21,7 @@ from robustkit import prefix
 from robustkit.callcache import CallCache
 from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
 from robustkit.device import DTYPES, model_dtype, pick_device
-from robustkit.models import ModelSpec, auto_config, resolve_model
+from robustkit.models import ModelSpec, auto_config, chosen_models, resolve_model
 from robustkit.weights import fp16_dtype, load_causal_lm, load_tokenizer, weights_dir
 
 Prompt = str | list[dict]
@@ -36,6 +36,16 @@ class Generator:
         >>> gen.generate(["Who wrote Hamlet?"], max_new_tokens=8)
         ['William Shakespeare']
     """
+
+    def __new__(cls, role: str = "generator", scale: Scale | str | None = None, *,
+                spec: ModelSpec | None = None, **options):
+        """A role whose model is served (``openai:<model>@<url>``) gets a ``ServedGenerator``."""
+        served = spec.source == "openai" if spec else \
+            chosen_models(get_scale(scale)).get(role, "").strip().startswith("openai:")
+        if cls is Generator and served:
+            from robustkit.served import ServedGenerator
+            return ServedGenerator(role, scale, spec=spec, **options)
+        return super().__new__(cls)
 
     def __init__(self, role: str = "generator", scale: Scale | str | None = None, *,
                  spec: ModelSpec | None = None, cache: CallCache | bool = True,
@@ -95,9 +105,7 @@ class Generator:
         A message list ending with an assistant message is *continued* from that text, which lets
         a caller constrain the shape of the answer (e.g. start a rewrite with the question).
         """
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        if self.system_prompt and messages[0]["role"] != "system":
-            messages = [{"role": "system", "content": self.system_prompt}, *messages]
+        messages = chat_messages(prompt, self.system_prompt)
         if messages[-1]["role"] == "assistant":  # a prefilled answer the model continues
             return self.tokenizer.apply_chat_template(messages, tokenize=False,
                                                       continue_final_message=True)
@@ -298,6 +306,14 @@ class Generator:
                                       stop_strings=list(stop) or None, tokenizer=self.tokenizer)
         completions = self.tokenizer.batch_decode(out[:, input_ids.shape[1]:], skip_special_tokens=True)
         return [_cut_at_stop(c, stop).strip() for c in completions]
+
+
+def chat_messages(prompt: Prompt, system_prompt: str | None) -> list[dict]:
+    """A prompt as chat messages, the system prompt first unless the prompt brings its own."""
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    if system_prompt and messages[0]["role"] != "system":
+        messages = [{"role": "system", "content": system_prompt}, *messages]
+    return messages
 
 
 def _check_call(prompts, batch_size: int | None) -> None:

@@ -6,7 +6,8 @@
 Every role (generator, teacher, adversary, embedder, critic init, relevance cross-encoder, NLI
 adjudicator) has a hub id per scale in ``MODEL_REGISTRY``. A user replaces any of them with a hub
 id or a local folder — ``rk.start(models={"generator": "Qwen/Qwen2.5-0.5B-Instruct"})``, or
-``$ROBUSTKIT_MODEL_GENERATOR`` (one variable per role, upper-case) — and the choice travels with
+``$ROBUSTKIT_MODEL_GENERATOR`` (one variable per role, upper-case), or a chat model on an
+OpenAI-compatible server, ``openai:<model>@<base url>`` (``robustkit.served``) — and the choice travels with
 the scale into every manifest: a hub model by its id, a folder by its name and a fingerprint of
 its files, so that two different folders at one path never share cached calls or artifacts.
 
@@ -140,6 +141,10 @@ def folder_fingerprint(folder: Path) -> str:
 
 
 def _chosen_spec(role: str, chosen: str) -> ModelSpec:
+    if chosen.startswith("openai:"):
+        from robustkit.served import served_spec
+
+        return served_spec(role, chosen)
     folder = Path(chosen).expanduser()
     if folder.is_dir():
         ggufs = sorted(folder.glob("*.gguf"))
@@ -195,6 +200,10 @@ def check_model(spec: ModelSpec) -> dict:
     Returns what was learnt (architecture, parameter count); raises ``ModelError`` naming the
     model, the role and the fix. The kit's shipped packages are trusted."""
     kind = ROLE_KINDS[spec.role]
+    if spec.source == "openai":
+        from robustkit.served import check_server
+
+        return check_server(spec)
     if spec.source.startswith("package:") or spec.gguf_file:
         return {"role": spec.role, "model": spec.name, "source": spec.source, "kind": kind}
     where = f"{spec.role} model {spec.name!r} ({spec.path})"

@@ -1,0 +1,353 @@
+"""A generator served by an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, `transformers serve`).
+
+Chosen per role like any model: ``rk.start(models={"teacher": "openai:Qwen/Qwen3-14B@http://gpu:8000/v1"})``
+or ``ROBUSTKIT_MODEL_TEACHER=openai:Qwen/Qwen3-14B`` with the URL in ``$OPENAI_BASE_URL`` and the key,
+if the server wants one, in ``$OPENAI_API_KEY`` (the ``openai`` package's own conventions).
+``Generator(role)`` then returns a ``ServedGenerator``: the same three operations, the same call
+cache and manifests, with requests sent concurrently (``$ROBUSTKIT_SERVER_CONCURRENCY``, 8).
+
+How each operation maps onto the API:
+
+    generate                 POST /v1/chat/completions   temperature 0, max_tokens, stop; a prompt
+                                                          ending with an assistant message is
+                                                          continued (vLLM's continue_final_message)
+    option_probabilities     POST /v1/chat/completions   max_tokens 1, logprobs, top_logprobs 20
+    continuation_logprobs    POST /v1/completions        the chat rendered here with the model's own
+                                                          template, echo + logprobs (the prompt's)
+
+A server that lacks a feature an operation needs stops the call with ``ServerFeatureError`` naming
+the server, the feature and the operation — never an approximation.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from tqdm.auto import tqdm
+
+from robustkit.callcache import CallCache
+from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
+from robustkit.llm import DEFAULT_SYSTEM, Prompt, _check_call, _check_strings, _cut_at_stop, _key, chat_messages
+from robustkit.models import ModelError, ModelSpec, auto_tokenizer, resolve_model
+
+PREFIX = "openai:"
+TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default cap too
+SERVED_ROLES = ("generator", "teacher", "adversary", "critic")
+
+
+class ServerError(RuntimeError):
+    """The server cannot be reached, or answered with an error or a malformed response."""
+
+
+class ServerFeatureError(ServerError):
+    """The server lacks a feature one of the kit's operations needs."""
+
+
+def served_spec(role: str, choice: str) -> ModelSpec:
+    """``openai:<model>[@<base url>]`` as a ModelSpec (source ``openai``, path = the base URL)."""
+    if role not in SERVED_ROLES:
+        raise ModelError(f"{role} model {choice!r}: only the chat LM roles {SERVED_ROLES} can be served "
+                         "over the OpenAI API; the kit runs the encoders and cross-encoders itself")
+    model, url = _split(choice)
+    url = (url or os.environ.get("OPENAI_BASE_URL", "")).strip().rstrip("/")
+    if not model.strip():
+        raise ModelError(f"{role} model {choice!r} names no model; write openai:<served model name>@<base url>")
+    if not url.startswith(("http://", "https://")):
+        raise ModelError(f"{role} model {choice!r} has no server URL; write openai:{model}@http://host:port/v1 "
+                         "or set OPENAI_BASE_URL")
+    return ModelSpec(role, f"{PREFIX}{model.strip()}@{url}", url, "openai")
+
+
+def served_model(spec: ModelSpec) -> str:
+    """The model name the server knows."""
+    return _split(spec.name)[0].strip()
+
+
+def _split(choice: str) -> tuple[str, str]:
+    """``openai:<model>@<url>`` -> (model, url); the URL starts at the first ``@http``, so that
+    neither a model name nor a URL's credentials are cut at another ``@``."""
+    model, found, url = choice.removeprefix(PREFIX).partition("@http")
+    return model, (f"http{url}" if found else "")
+
+
+def check_server(spec: ModelSpec, timeout: float = 10.0) -> dict:
+    """Reach the server before any work: its model list (GET /v1/models) and, where it says, its version."""
+    import httpx
+
+    try:
+        listed = httpx.get(f"{spec.path}/models", timeout=timeout, headers=_auth()).json()
+    except (httpx.HTTPError, ValueError) as err:
+        raise ServerError(f"the {spec.role} server at {spec.path} does not answer GET /models "
+                          f"({type(err).__name__}: {err}); start it (e.g. `vllm serve {served_model(spec)}`) "
+                          f"or fix the URL in ROBUSTKIT_MODEL_{spec.role.upper()} / OPENAI_BASE_URL") from None
+    served = [m.get("id") for m in listed.get("data", [])] if isinstance(listed, dict) else []
+    version = None
+    try:  # vLLM and SGLang say their version at the server's root; the OpenAI API has no such route
+        version = httpx.get(f"{spec.path.removesuffix('/v1')}/version", timeout=timeout).json().get("version")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        pass
+    return {"role": spec.role, "model": spec.name, "source": "openai", "kind": "chat LM",
+            "server": spec.path, "served_models": served, "server_version": version}
+
+
+def _auth() -> dict:
+    key = os.environ.get("OPENAI_API_KEY", "")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+class ServedGenerator:
+    """``Generator``'s interface over an OpenAI-compatible server (see the module's docstring).
+
+    Example:
+        >>> gen = Generator("generator")   # with ROBUSTKIT_MODEL_GENERATOR=openai:Qwen/Qwen3-8B@http://localhost:8000/v1
+        >>> gen.generate(["Who wrote Hamlet?"], max_new_tokens=8)
+        ['William Shakespeare']
+    """
+
+    dtype = device = "server"  # the server chose them; manifests record the server instead
+
+    def __init__(self, role: str = "generator", scale: Scale | str | None = None, *,
+                 spec: ModelSpec | None = None, cache: CallCache | bool = True,
+                 batch_size: int | None = None, system_prompt: str | None = DEFAULT_SYSTEM,
+                 concurrency: int | None = None, timeout: float | None = None, **local_only):
+        if local_only:
+            raise TypeError(f"{sorted(local_only)} set how an in-process model runs; a served model runs "
+                            "as its server was started")
+        self.scale = get_scale(scale)
+        self.spec = spec or resolve_model(role, self.scale)
+        self.model_name = served_model(self.spec)
+        self.batch_size = batch_size or max(self.scale.gen_batch_size, 64)
+        self.concurrency = concurrency or int(os.environ.get("ROBUSTKIT_SERVER_CONCURRENCY", 8))
+        self.timeout = timeout or float(os.environ.get("ROBUSTKIT_SERVER_TIMEOUT", 300))
+        check_knob("concurrency", self.concurrency, integer=True, low=1)
+        check_knob("batch_size", self.batch_size, integer=True, low=1)
+        self.system_prompt = system_prompt
+        self.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
+        self.hits = self.misses = self.options_missing = 0
+        self._client = self._server = None
+
+    @property
+    def model_id(self) -> str:
+        return self.spec.name
+
+    def identity(self) -> dict:
+        """What decides this generator's outputs, for artifact manifests: the server and its model."""
+        server = self._server or check_server(self.spec)
+        return {"model": self.model_id, "server": self.spec.path, "served_model": self.model_name,
+                "server_version": server["server_version"], "system_prompt": self.system_prompt}
+
+    def with_cache(self, cache: CallCache | bool) -> "ServedGenerator":
+        twin = ServedGenerator(self.spec.role, self.scale, spec=self.spec, cache=cache,
+                               batch_size=self.batch_size, system_prompt=self.system_prompt,
+                               concurrency=self.concurrency, timeout=self.timeout)
+        twin._client, twin._server = self._client, self._server
+        return twin
+
+    @property
+    def client(self):
+        if self._client is None:
+            try:
+                from openai import OpenAI
+            except ImportError:
+                raise ImportError("a served model needs the openai package: pip install 'robustkit[serve]'") from None
+            self._server = check_server(self.spec)
+            # the client retries connection errors, 429 and 5xx with exponential backoff
+            self._client = OpenAI(base_url=self.spec.path, api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                                  timeout=self.timeout, max_retries=3)
+        return self._client
+
+    def messages(self, prompt: Prompt) -> list[dict]:
+        return chat_messages(prompt, self.system_prompt)
+
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 32,
+                 stop: Sequence[str] = ("\n",), batch_size: int | None = None,
+                 progress: bool | None = None, desc: str = "generating") -> list[str]:
+        """Greedy completions (chat completions at temperature 0), in order, from the cache where possible."""
+        check_knob("max_new_tokens", max_new_tokens, integer=True, low=1)
+        _check_strings("stop", stop, 'e.g. stop=("\\n",) ends at a line break; stop=() decodes up '
+                                     "to max_new_tokens")
+        params = {"max_new_tokens": max_new_tokens, "stop": list(stop), "decoding": "greedy"}
+
+        def ask(messages):
+            continued = messages[-1]["role"] == "assistant"
+            extra = {"continue_final_message": True, "add_generation_prompt": False} if continued else {}
+            reply = self._request("generate", "chat.completions", messages=messages, max_tokens=max_new_tokens,
+                                  temperature=0.0, stop=list(stop) or None, extra_body=extra or None,
+                                  feature="continue_final_message (continuing a prefilled assistant reply)"
+                                  if continued else None)
+            text = _field(reply, "choices[0].message.content", lambda r: r.choices[0].message.content)
+            return _cut_at_stop(text, stop).strip()
+
+        return self._cached_calls(prompts, params, ask, batch_size, progress, desc, store=str, load=str)
+
+    def option_probabilities(self, prompts: Sequence[Prompt], options: Sequence[str] = ("yes", "no"),
+                             *, batch_size: int | None = None, progress: bool | None = None,
+                             desc: str = "scoring") -> list[list[float]]:
+        """P(option | prompt) renormalised over ``options``, from the first reply token's top
+        log-probabilities; each option is read as the longest returned token it starts with."""
+        _check_strings("options", options, 'e.g. options=("yes", "no")')
+
+        def ask(messages):
+            reply = self._request("option_probabilities", "chat.completions", messages=messages, max_tokens=1,
+                                  temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
+            top = _field(reply, "choices[0].logprobs.content[0].top_logprobs",
+                         lambda r: [(t.token, t.logprob) for t in r.choices[0].logprobs.content[0].top_logprobs],
+                         feature="logprobs with top_logprobs on chat completions", operation="option_probabilities")
+            probs, missing = option_probabilities_from(top, options)
+            self.options_missing += missing
+            return probs
+
+        params = {"options": list(options), "kind": "option-probabilities"}
+        out = self._cached_calls(prompts, params, ask, batch_size, progress, desc, store=json.dumps, load=json.loads)
+        if self.options_missing:
+            print(f"[robustkit] {self.model_id}: {self.options_missing} option(s) were not among the "
+                  f"top {TOP_LOGPROBS} tokens and were given probability 0 (counted in options_missing)")
+        return out
+
+    def continuation_logprobs(self, prompts: Sequence[Prompt], continuations: Sequence[str], *,
+                              batch_size: int | None = None, progress: bool | None = None,
+                              desc: str = "scoring") -> list[float]:
+        """log P(continuation | prompt), the continuation read as the assistant's reply: the
+        conversation is rendered here with the served model's chat template and sent to
+        /v1/completions with ``echo`` so that the server returns the prompt's token log-probabilities."""
+        _check_call(prompts, batch_size)
+        if isinstance(continuations, str) or len(continuations) != len(prompts):
+            raise ValueError("continuations must be a list of strings, one per prompt")
+        tokenizer = self._tokenizer()
+        heads, fulls = {}, []
+        for i, (prompt, text) in enumerate(zip(prompts, continuations)):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"continuation {i} must be a non-empty str, got {text!r:.60}")
+            messages = self.messages(prompt)
+            if messages[-1]["role"] == "assistant":
+                raise ValueError(f"prompt {i} already ends with an assistant message; the continuation is the whole reply")
+            head = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            full = tokenizer.apply_chat_template([*messages, {"role": "assistant", "content": text}],
+                                                 tokenize=False, continue_final_message=True)
+            if full != head + text:
+                raise ValueError(f"continuation {i} ({text!r:.60}) is not kept verbatim by the chat template")
+            heads[full] = len(head)
+            fulls.append(full)
+
+        def ask(full):
+            reply = self._request("continuation_logprobs", "completions", prompt=full, max_tokens=1,
+                                  temperature=0.0, echo=True, logprobs=1)
+            logprobs = _field(reply, "choices[0].logprobs", lambda r: r.choices[0].logprobs,
+                              feature="echo with logprobs on /v1/completions", operation="continuation_logprobs")
+            return reply_logprob(logprobs.text_offset, logprobs.token_logprobs, heads[full], len(full))
+
+        params = {"kind": "continuation-logprob"}
+        return self._cached_calls(fulls, params, ask, batch_size, progress, desc,
+                                  store=json.dumps, load=json.loads, rendered=True)
+
+    def _tokenizer(self):
+        try:
+            return auto_tokenizer(self.model_name)
+        except (OSError, ValueError) as err:
+            raise ModelError(f"continuation_logprobs renders the chat with {self.model_name!r}'s own template, "
+                             f"and its tokenizer does not load here ({type(err).__name__}); serve the model "
+                             "under its hub id or a folder this machine can read") from None
+
+    def _request(self, operation: str, endpoint: str, *, feature: str | None = None, **body):
+        import openai
+
+        create = self.client.chat.completions.create if endpoint == "chat.completions" else self.client.completions.create
+        try:
+            return create(model=self.model_name, **body)
+        except openai.APIConnectionError as err:
+            raise ServerError(f"the {self.spec.role} server at {self.spec.path} stopped answering during "
+                              f"{operation} ({err}); restart it and run again: finished calls are cached") from None
+        except openai.NotFoundError:
+            raise ServerError(f"the server at {self.spec.path} does not serve {self.model_name!r} (it lists "
+                              f"{self._server['served_models']}); fix the model name") from None
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+            if feature:
+                raise ServerFeatureError(f"the server at {self.spec.path} refused {feature}, which {operation} "
+                                         f"needs ({err}); serve the model with vLLM, or run this role in-process") from None
+            raise ServerError(f"the server at {self.spec.path} refused a {operation} request: {err}") from None
+
+    def _cached_calls(self, prompts, params: dict, ask, batch_size, progress, desc, *,
+                      store, load, rendered: bool = False) -> list:
+        """``ask`` each uncached prompt, ``concurrency`` requests at a time, committing each chunk
+        of ``batch_size`` to the cache as it finishes (an interrupted run keeps every finished chunk)."""
+        if not rendered:
+            _check_call(prompts, batch_size)
+        if not prompts:
+            return []
+        params = json.dumps({**params, "backend": "openai"}, sort_keys=True)
+        payloads = prompts if rendered else [self.messages(p) for p in prompts]
+        texts = [p if rendered else json.dumps(p, sort_keys=True) for p in payloads]
+        keys = [_key(self.model_id, text, params) for text in texts]
+        done = {k: load(v) for k, v in (self.cache.get_many(keys) if self.cache is not None else {}).items()}
+        todo = list({k: (t, p) for k, t, p in zip(keys, texts, payloads) if k not in done}.items())
+        self.hits += len(keys) - len(todo)
+        self.misses += len(todo)
+        chunk = batch_size or self.batch_size
+        show = (progress if progress is not None else len(todo) > chunk) and show_progress()
+        started = time.perf_counter()
+        with tqdm(total=len(todo), desc=desc, disable=not show) as bar, \
+                ThreadPoolExecutor(self.concurrency, thread_name_prefix="robustkit-server") as pool:
+            for start in range(0, len(todo), chunk):
+                part = todo[start:start + chunk]
+                outputs = list(pool.map(lambda item: ask(item[1][1]), part))
+                done.update((key, out) for (key, _), out in zip(part, outputs))
+                if self.cache is not None:
+                    self.cache.put_many([(key, self.model_id, text, params, store(out))
+                                         for (key, (text, _)), out in zip(part, outputs)])
+                bar.update(len(part))
+                if start == 0:
+                    announce_long_work(f"{desc} ({self.model_id})", len(part), len(todo),
+                                       time.perf_counter() - started, "prompts")
+        return [done[k] for k in keys]
+
+
+def _field(reply, name: str, read, *, feature: str | None = None, operation: str | None = None):
+    """``read(reply)``, or a message naming the missing field (and the feature, where one was asked for)."""
+    try:
+        value = read(reply)
+    except (AttributeError, IndexError, TypeError):
+        value = None
+    if value is None:
+        if feature:
+            raise ServerFeatureError(f"the server's response has no {name}: it does not support {feature}, "
+                                     f"which {operation} needs; serve the model with vLLM, or run this role in-process")
+        raise ServerError(f"malformed response from the server: no {name} in {str(reply)[:300]}")
+    return value
+
+
+def option_probabilities_from(top: list[tuple[str, float]], options: Sequence[str]) -> tuple[list[float], int]:
+    """Options' probabilities renormalised over the options, from one position's top log-probabilities.
+
+    Each option is read as the longest returned token it starts with (the token its reply would
+    begin with). Options no returned token begins get 0, and are counted (the second value).
+    """
+    chosen = {}
+    for option in options:
+        matches = [(token, lp) for token, lp in top if token and option.startswith(token)]
+        if matches:
+            chosen[option] = max(matches, key=lambda m: len(m[0]))
+    tokens = [token for token, _ in chosen.values()]
+    if len(set(tokens)) != len(tokens):
+        raise ValueError(f"options {list(options)} share a first token; they cannot be told apart")
+    if not chosen:
+        raise ServerError(f"none of the options {list(options)} is among the top {len(top)} tokens "
+                          f"({[t for t, _ in top][:8]}…); the prompt does not ask for one of them")
+    best = max(lp for _, lp in chosen.values())
+    weights = [math.exp(chosen[o][1] - best) if o in chosen else 0.0 for o in options]
+    return [w / sum(weights) for w in weights], len(options) - len(chosen)
+
+
+def reply_logprob(offsets: Sequence[int], logprobs: Sequence[float | None], reply_start: int, reply_end: int) -> float:
+    """Σ log p over the echoed tokens that spell the reply: those starting in [reply_start, reply_end)."""
+    starts = list(offsets)
+    if reply_start not in starts:
+        raise ValueError(f"no token starts where the reply does (character {reply_start}): the reply merges "
+                         "with the end of the prompt when tokenized (leading whitespace?)")
+    inside = [lp for start, lp in zip(starts, logprobs) if reply_start <= start < reply_end]
+    if not inside or any(lp is None for lp in inside):
+        raise ServerError("the server's echoed log-probabilities do not cover the reply's tokens")
+    return float(sum(inside))

@@ -1,0 +1,164 @@
+"""The OpenAI-compatible backend: choices parsed, responses read, and, on loopback against a real
+`transformers serve` process the test starts and stops, answers equal to the in-process ones."""
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from robustkit.config import with_overrides
+from robustkit.llm import Generator
+from robustkit.models import ModelError, resolve_model
+from robustkit.served import (ServedGenerator, ServerError, ServerFeatureError, check_server,
+                              option_probabilities_from, reply_logprob, served_model, served_spec)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- choices and responses (fast tier) ------------------------------------------------------
+
+def test_a_served_choice_names_model_and_url(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    spec = served_spec("teacher", "openai:Qwen/Qwen3-14B@http://gpu:8000/v1/")
+    assert (spec.source, spec.path, served_model(spec)) == ("openai", "http://gpu:8000/v1", "Qwen/Qwen3-14B")
+    # a URL with credentials keeps its '@'; the model name ends at the first '@http'
+    spec = served_spec("teacher", "openai:org/m@v2@https://user:pw@host/v1")
+    assert (served_model(spec), spec.path) == ("org/m@v2", "https://user:pw@host/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8000/v1")
+    assert served_spec("generator", "openai:m").path == "http://localhost:8000/v1"
+
+
+def test_a_served_choice_without_url_or_for_an_encoder_is_refused(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ModelError, match="OPENAI_BASE_URL"):
+        served_spec("generator", "openai:m")
+    with pytest.raises(ModelError, match="chat LM roles"):
+        served_spec("embedder", "openai:m@http://localhost:1/v1")
+    with pytest.raises(ModelError, match="names no model"):
+        served_spec("generator", "openai:@http://localhost:1/v1")
+
+
+def test_generator_of_a_served_role_is_a_served_generator_and_contacts_nothing():
+    scale = with_overrides("tiny", models={"generator": f"openai:m@http://127.0.0.1:{_closed_port()}/v1"})
+    gen = Generator("generator", scale)
+    assert isinstance(gen, ServedGenerator) and gen.model_id.startswith("openai:m@")
+    assert resolve_model("generator", scale).source == "openai"
+    assert type(Generator("teacher", scale)) is Generator  # other roles stay in-process
+    with pytest.raises(TypeError, match="dtype"):
+        Generator("generator", scale, dtype="float32")
+
+
+def test_an_unreachable_server_is_named_with_the_fix():
+    spec = served_spec("generator", f"openai:m@http://127.0.0.1:{_closed_port()}/v1")
+    started = time.perf_counter()
+    with pytest.raises(ServerError, match=r"does not answer GET /models.*start it"):
+        check_server(spec, timeout=2)
+    assert time.perf_counter() - started < 10
+
+
+def test_option_probabilities_read_each_options_own_token():
+    top = [("Yes", -0.1), ("yes", -0.5), ("no", -1.2), ("No", -2.0), ("y", -4.0)]
+    probs, missing = option_probabilities_from(top, ("yes", "no"))
+    assert probs == pytest.approx([math.exp(-0.5) / (math.exp(-0.5) + math.exp(-1.2)),
+                                   math.exp(-1.2) / (math.exp(-0.5) + math.exp(-1.2))])
+    assert missing == 0
+    probs, missing = option_probabilities_from(top, ("yes", "maybe"))
+    assert (probs, missing) == ([1.0, 0.0], 1)
+    with pytest.raises(ValueError, match="share a first token"):
+        option_probabilities_from([("a", -1.0)], ("ab", "ac"))
+    with pytest.raises(ServerError, match="none of the options"):
+        option_probabilities_from(top, ("maybe", "perhaps"))
+
+
+def test_reply_logprob_sums_the_echoed_reply_tokens_only():
+    # "Q: x\nA:" then the reply " Paris" (offset 7..13) then one generated token at 13
+    offsets, logprobs = [0, 2, 4, 5, 7, 9, 13], [None, -1.0, -1.0, -1.0, -0.5, -0.25, -9.0]
+    assert reply_logprob(offsets, logprobs, 7, 13) == pytest.approx(-0.75)
+    with pytest.raises(ValueError, match="merges"):
+        reply_logprob(offsets, logprobs, 8, 13)
+
+
+# --- a real server on loopback (slow tier) --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`transformers serve` over the kit's converted SmolLM2 folder, on a free loopback port; stopped
+    at the end (terminated, killed after 10 s). Waits at most 180 s for it to answer."""
+    pytest.importorskip("fastapi", reason="transformers serve needs robustkit[serve]")
+    from robustkit.weights import weights_dir
+
+    folder = weights_dir(resolve_model("generator", "tiny", verbose=False), "float32")
+    port = _closed_port()
+    log = open(tmp_path_factory.mktemp("serve") / "serve.log", "w")
+    process = subprocess.Popen([str(Path(sys.executable).parent / "transformers"), "serve", folder,
+                                "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
+                                "--dtype", "float32", "--log-level", "warning"],
+                               stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                check_server(served_spec("generator", f"openai:{folder}@{url}"), timeout=2)
+                break
+            except ServerError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"transformers serve did not start: {Path(log.name).read_text()[-2000:]}")
+                time.sleep(1)
+        yield f"openai:{folder}@{url}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@pytest.fixture
+def served(server, tmp_path):
+    from robustkit.callcache import CallCache
+
+    return Generator("generator", with_overrides("tiny", models={"generator": server}),
+                     cache=CallCache(tmp_path / "calls.sqlite"), concurrency=4)
+
+
+@pytest.mark.slow
+def test_served_answers_equal_the_in_process_ones_and_replay_from_the_cache(served, mini_reader_prompts):
+    local = Generator("generator", "tiny", cache=False).generate(mini_reader_prompts, max_new_tokens=16)
+    assert served.generate(mini_reader_prompts, max_new_tokens=16) == local
+    assert (served.hits, served.misses) == (0, len(local))
+    again = served.with_cache(served.cache)
+    assert again.generate(mini_reader_prompts, max_new_tokens=16) == local
+    assert (again.hits, again.misses) == (len(local), 0)
+
+
+@pytest.mark.slow
+def test_what_the_server_lacks_stops_the_call_by_name(served):
+    with pytest.raises(ServerFeatureError, match=r"top_logprobs.*option_probabilities"):
+        served.option_probabilities(["Is Paris in France?"])
+    with pytest.raises(ServerFeatureError, match=r"continue_final_message.*generate"):
+        served.generate([[{"role": "user", "content": "Who wrote Hamlet?"},
+                          {"role": "assistant", "content": "Answer:"}]])
+    with pytest.raises(ServerFeatureError, match=r"echo with logprobs.*continuation_logprobs"):
+        served.continuation_logprobs(["What is the capital of France?"], ["Paris"])
+
+
+@pytest.fixture(scope="module")
+def mini_reader_prompts():
+    """data/mini's first six test questions, each with its gold passage, as the reader asks them."""
+    from robustkit.data.mini import mini_corpus, mini_questions
+    from robustkit.reader import reader_prompt
+
+    corpus = mini_corpus()
+    questions = mini_questions("test")[:6]
+    return [reader_prompt(q.text, [corpus[q.gold_ids[0]]]) for q in questions]
