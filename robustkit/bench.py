@@ -7,7 +7,8 @@ conversion) vs cached, cross-encoder pairs/s on the device, reranking latency (c
 CE vs LLM-rerank) with end-to-end
 queries/s with and without abstention, CounterRefine's questions/s and model calls against
 Baseline-RAG's, FVA-RAG's questions/s, model and NLI calls against vanilla RAG's, Self-RAG's and
-CRAG's, and peak RSS. Ratios are
+CRAG's, a served generator's calls/s at 1, 4 and 16 concurrent requests against in-process
+batching, and peak RSS. Ratios are
 against baselines measured in the same run. Timings are printed, never asserted.
 """
 from __future__ import annotations
@@ -81,6 +82,34 @@ def bench_generator(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, 
             "batched / unbatched": (tokens(batched) / t_batch) / (tokens(singles) / t_single),
             "generate s": t_batch, "cache replay s": t_replay,
             "replay speed-up": t_batch / t_replay}
+
+
+def bench_served(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, float]:
+    """Calls/s of the generator in-process (one batch) vs served by `transformers serve` on
+    loopback (continuous batching) at 1, 4 and 16 concurrent requests, and how many served answers
+    equal the in-process ones. Both share this machine's cores: this measures the served path's
+    cost and what concurrency buys, not what a GPU server would give."""
+    from robustkit.config import with_overrides
+    from robustkit.served import serve_locally
+    from robustkit.weights import weights_dir
+
+    prompts = _reader_prompts(n_prompts)
+    local = Generator("generator", cache=False)
+    local.generate(prompts[:2], max_new_tokens=2)  # load + warm up kernels
+    start = time.perf_counter()
+    expected = local.generate(prompts, max_new_tokens=max_new_tokens, batch_size=n_prompts)
+    out = {"in-process batched calls/s": n_prompts / (time.perf_counter() - start)}
+    with serve_locally(weights_dir(local.spec, "float32"), continuous_batching=True) as choice:
+        scale = with_overrides(get_scale(), models={"generator": choice})
+        Generator("generator", scale, cache=False).generate(prompts[:2], max_new_tokens=2)  # warm up
+        for concurrency in (1, 4, 16):
+            served = Generator("generator", scale, cache=False, concurrency=concurrency)
+            start = time.perf_counter()
+            answers = served.generate(prompts, max_new_tokens=max_new_tokens)
+            out[f"served calls/s, {concurrency} concurrent"] = n_prompts / (time.perf_counter() - start)
+        out["served answers = in-process ones"] = sum(a == b for a, b in zip(answers, expected))
+    out["served (16) / in-process"] = out["served calls/s, 16 concurrent"] / out["in-process batched calls/s"]
+    return out
 
 
 def bench_prefix_sharing(n_passages: int = 32, max_new_tokens: int = 16) -> dict[str, float]:
@@ -277,6 +306,8 @@ def main() -> None:
     sections = [("dtype on this CPU (16 reader prompts, 16 new tokens)", bench_dtypes)]
     sections += [(f"generator, {n} new tokens", lambda n=n: bench_generator(max_new_tokens=n))
                  for n in (16, 32)]
+    sections += [("served generator: transformers serve on loopback vs in-process (16 reader prompts)",
+                  bench_served)]
     sections += [("teacher workload: shared passage prefixes, reserved KV cache (96 prompts)", bench_prefix_sharing)]
     sections += [("retrieval", bench_retrieval), ("model load", bench_load),
                  ("cross-encoder scoring (MiniLM, M = 100 candidates a question)", bench_scorer),

@@ -1,12 +1,8 @@
 """The OpenAI-compatible backend: choices parsed, responses read, and, on loopback against a real
 `transformers serve` process the test starts and stops, answers equal to the in-process ones."""
 import math
-import os
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +10,8 @@ from robustkit.config import with_overrides
 from robustkit.llm import Generator
 from robustkit.models import ModelError, resolve_model
 from robustkit.served import (ServedGenerator, ServerError, ServerFeatureError, check_server,
-                              option_probabilities_from, reply_logprob, served_model, served_spec)
+                              option_probabilities_from, reply_logprob, serve_locally, served_model,
+                              served_spec)
 
 
 def _closed_port() -> int:
@@ -89,39 +86,14 @@ def test_reply_logprob_sums_the_echoed_reply_tokens_only():
 # --- a real server on loopback (slow tier) --------------------------------------------------
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """`transformers serve` over the kit's converted SmolLM2 folder, on a free loopback port; stopped
-    at the end (terminated, killed after 10 s). Waits at most 180 s for it to answer."""
+def server():
+    """`transformers serve` over the kit's converted SmolLM2 folder, on loopback, for this module."""
     pytest.importorskip("fastapi", reason="transformers serve needs robustkit[serve]")
     from robustkit.weights import weights_dir
 
     folder = weights_dir(resolve_model("generator", "tiny", verbose=False), "float32")
-    port = _closed_port()
-    log = open(tmp_path_factory.mktemp("serve") / "serve.log", "w")
-    process = subprocess.Popen([str(Path(sys.executable).parent / "transformers"), "serve", folder,
-                                "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
-                                "--dtype", "float32", "--log-level", "warning"],
-                               stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                check_server(served_spec("generator", f"openai:{folder}@{url}"), timeout=2)
-                break
-            except ServerError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"transformers serve did not start: {Path(log.name).read_text()[-2000:]}")
-                time.sleep(1)
-        yield f"openai:{folder}@{url}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with serve_locally(folder, continuous_batching=True) as choice:
+        yield choice
 
 
 @pytest.fixture
