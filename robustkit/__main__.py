@@ -1,4 +1,4 @@
-"""Command line: ``python -m robustkit {run,bench,gap,doctor}``."""
+"""Command line: ``python -m robustkit {run,bench,gap,doctor,serve}``."""
 from __future__ import annotations
 
 import argparse
@@ -42,6 +42,12 @@ def main(argv=None) -> int:
                         "own, keeping its knobs and models: e.g. --scale colab --dataset mini checks colab's "
                         "paths in minutes on the teaching set (FVA-RAG still reads TruthfulQA)")
     doctor.add_argument("--only", help="comma-separated checks to run, e.g. corm,fva (default: all)")
+    serve = sub.add_parser("serve", help="a kit method as an HTTP endpoint: OpenAI chat completions "
+                           "(the method's name as the model) and plain JSON at /v1/rag")
+    serve.add_argument("--method", required=True, choices=_head_to_head_methods())
+    serve.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
+    serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine only)")
+    serve.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -68,11 +74,21 @@ def _dispatch(args) -> int:
         bench()
     elif args.command == "gap":
         _gap(args.retriever, args.split)
+    elif args.command == "serve":
+        from robustkit.serve import main as serve
+
+        serve(args.method, args.scale, args.host, args.port)
     elif args.command == "doctor":
         from robustkit.doctor import main as doctor
 
         return 1 if doctor(args.scale, args.only, args.dataset) else 0
     return 0
+
+
+def _head_to_head_methods() -> tuple[str, ...]:
+    from robustkit.headtohead.config import METHODS as NAMES
+
+    return NAMES
 
 
 def _seed(text: str) -> int:

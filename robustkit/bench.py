@@ -90,7 +90,7 @@ def bench_served(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, flo
     equal the in-process ones. Both share this machine's cores: this measures the served path's
     cost and what concurrency buys, not what a GPU server would give."""
     from robustkit.config import with_overrides
-    from robustkit.served import serve_locally
+    from robustkit.loopback import transformers_serve
     from robustkit.weights import weights_dir
 
     prompts = _reader_prompts(n_prompts)
@@ -99,7 +99,7 @@ def bench_served(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, flo
     start = time.perf_counter()
     expected = local.generate(prompts, max_new_tokens=max_new_tokens, batch_size=n_prompts)
     out = {"in-process batched calls/s": n_prompts / (time.perf_counter() - start)}
-    with serve_locally(weights_dir(local.spec, "float32"), continuous_batching=True) as choice:
+    with transformers_serve(weights_dir(local.spec, "float32"), continuous_batching=True) as choice:
         scale = with_overrides(get_scale(), models={"generator": choice})
         Generator("generator", scale, cache=False).generate(prompts[:2], max_new_tokens=2)  # warm up
         for concurrency in (1, 4, 16):

@@ -5,6 +5,7 @@ in flight — each batch is committed as one transaction, so no entry is ever ha
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +25,7 @@ class CallCache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path or cache_dir() / "llm_calls.sqlite")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.recovered, self._db = 0, None
+        self.recovered, self._local = 0, threading.local()  # a connection per thread (`robustkit serve`)
         self._use(lambda db: None)  # open it now: a damaged header is found before any work
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
@@ -68,14 +69,14 @@ class CallCache:
                     return work(self._connection())
 
     def _connection(self) -> sqlite3.Connection:
-        if self._db is None:
-            self._db = _connect(self.path)
-        return self._db
+        if getattr(self._local, "db", None) is None:
+            self._local.db = _connect(self.path)
+        return self._local.db
 
     def _close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if getattr(self._local, "db", None) is not None:
+            self._local.db.close()
+            self._local.db = None
 
     def _set_aside(self, err: Exception) -> None:
         stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S.%fZ}"

@@ -20,18 +20,12 @@ the server, the feature and the operation — never an approximation.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from tqdm.auto import tqdm
 
@@ -356,39 +350,3 @@ def reply_logprob(offsets: Sequence[int], logprobs: Sequence[float | None], repl
         raise ServerError("the server's echoed log-probabilities do not cover the reply's tokens")
     return float(sum(inside))
 
-
-@contextlib.contextmanager
-def serve_locally(folder: str, *, continuous_batching: bool = False, wait: float = 180.0) -> Iterator[str]:
-    """`transformers serve` (``pip install 'robustkit[serve]'``) over a model folder on a free loopback port, for as long as the block
-    runs (the loopback tests and the benchmark use it; so can a CPU user). Yields the model choice,
-    ``openai:<folder>@<url>``; waits at most ``wait`` seconds for the server, then stops it
-    (terminated, killed after 10 s)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    choice = f"{PREFIX}{folder}@http://127.0.0.1:{port}/v1"
-    command = [str(Path(sys.executable).parent / "transformers"), "serve", folder, "--host", "127.0.0.1",
-               "--port", str(port), "--device", "cpu", "--dtype", "float32", "--log-level", "warning"]
-    with tempfile.TemporaryFile("w+") as log:
-        process = subprocess.Popen(command + ["--continuous-batching"] * continuous_batching,
-                                   stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        try:
-            deadline = time.monotonic() + wait
-            while True:
-                try:
-                    check_server(served_spec("generator", choice), timeout=2)
-                    break
-                except ServerError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        log.seek(0)
-                        raise ServerError(f"`{' '.join(command)}` did not start within {wait:.0f} s; it said: "
-                                          f"{log.read()[-1500:]}") from None
-                    time.sleep(1)
-            yield choice
-        finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()

@@ -8,9 +8,10 @@ import pytest
 
 from robustkit.config import with_overrides
 from robustkit.llm import Generator
+from robustkit.loopback import transformers_serve
 from robustkit.models import ModelError, resolve_model
 from robustkit.served import (ServedGenerator, ServerError, ServerFeatureError, check_server,
-                              option_probabilities_from, reply_logprob, serve_locally, served_model,
+                              option_probabilities_from, reply_logprob, served_model,
                               served_spec)
 
 
@@ -88,11 +89,10 @@ def test_reply_logprob_sums_the_echoed_reply_tokens_only():
 @pytest.fixture(scope="module")
 def server():
     """`transformers serve` over the kit's converted SmolLM2 folder, on loopback, for this module."""
-    pytest.importorskip("fastapi", reason="transformers serve needs robustkit[serve]")
     from robustkit.weights import weights_dir
 
     folder = weights_dir(resolve_model("generator", "tiny", verbose=False), "float32")
-    with serve_locally(folder, continuous_batching=True) as choice:
+    with transformers_serve(folder, continuous_batching=True) as choice:
         yield choice
 
 

@@ -1,0 +1,171 @@
+"""``python -m robustkit serve --method <name>``: a kit method as an HTTP endpoint.
+
+Two routes, so that a kit method can be audited like any outside system and plugged into other tools:
+
+    POST /v1/chat/completions   the OpenAI protocol: the method's name as the model, the question as
+                                the last user message; the answer is the reply, and the passages the
+                                method read and its trace come in an extra field, ``robustkit``
+    POST /v1/rag                plain JSON, batched: {"questions": [{"id": "q1", "question": "..."}]}
+                                -> {"method": ..., "answers": [{"id", "question", "answer", "abstained",
+                                "confidence", "passages": [{"id", "title", "text"}], "trace", ...}]}
+    GET  /v1/models             the one model: the method
+
+Any OpenAI client calls it (``OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="-")``, then
+``client.chat.completions.create(model="dense", messages=[...])``; the extra field is
+``response.model_extra["robustkit"]``). One request is answered at a time (a method holds one copy
+of its models); a batch on /v1/rag is answered in one ``Method.answer`` call, as the kit batches.
+"""
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+
+from robustkit.methods import Answer, Query
+
+MAX_BATCH = 256  # questions in one /v1/rag request: bounds a request's time and memory
+
+
+class BadRequest(ValueError):
+    """A request the server refuses, with the field at fault (HTTP 400)."""
+
+
+def app_for(method, corpus):
+    """A FastAPI app that answers with ``method`` (a kit ``Method``) and looks passages up in ``corpus``."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    app = FastAPI(title=f"robustkit: {method.name}", docs_url=None, redoc_url=None)
+    lock = threading.Lock()
+
+    def answer(questions: list[tuple[str, str]]) -> list[dict]:
+        queries = [Query(qid, qid, text) for qid, text in questions]
+        with lock:
+            answers = method.answer(queries)
+        return [_answer_json(a, q.text, corpus) for a, q in zip(answers, queries)]
+
+    def error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):
+        return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": code}}, status)
+
+    @app.get("/v1/models")
+    def models():
+        return {"object": "list", "data": [{"id": method.name, "object": "model", "created": 0,
+                                            "owned_by": "robustkit"}]}
+
+    @app.get("/health")
+    def health():
+        return {"status": "ok", "method": method.name}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        try:
+            body = await _json_object(request)
+            if body.get("model") != method.name:
+                return error(404, f"this server serves the method {method.name!r}, not {body.get('model')!r}; "
+                                  f"pass model={method.name!r}", code="model_not_found")
+            question = _question_of(body)
+        except BadRequest as err:
+            return error(400, str(err))
+        reply = (await _in_thread(answer, [(_id_of(question), question)]))[0]
+        return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+                "model": method.name,
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": reply.pop("answer")}}],
+                "robustkit": reply}
+
+    @app.post("/v1/rag")
+    async def rag(request: Request):
+        try:
+            questions = _questions_of(await _json_object(request))
+        except BadRequest as err:
+            return error(400, str(err))
+        return {"method": method.name, "answers": await _in_thread(answer, questions)}
+
+    return app
+
+
+async def _in_thread(function, *args):
+    """Run the (blocking, model-bound) answer off the event loop, so /health keeps answering."""
+    from fastapi.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(function, *args)
+
+
+async def _json_object(request) -> dict:
+    try:
+        body = json.loads(await request.body())
+    except ValueError as err:
+        raise BadRequest(f"the request body is not JSON ({err})") from None
+    if not isinstance(body, dict):
+        raise BadRequest(f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _question_of(body: dict) -> str:
+    """The question of a chat request: its last message, from the user, as text."""
+    if body.get("stream"):
+        raise BadRequest("stream: a kit method answers whole; send stream=false")
+    if body.get("n", 1) != 1:
+        raise BadRequest(f"n: a kit method gives one answer per question, not {body.get('n')}")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        raise BadRequest("messages: a non-empty list of {role, content} objects is required")
+    last = messages[-1]
+    if last.get("role") != "user":
+        raise BadRequest(f"messages[-1].role must be 'user' (the question), got {last.get('role')!r}")
+    content = last.get("content")
+    if isinstance(content, list):  # the content-parts form: its text parts, joined
+        content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    if not isinstance(content, str) or not content.strip():
+        raise BadRequest("messages[-1].content must be the question, a non-empty string")
+    return content.strip()
+
+
+def _questions_of(body: dict) -> list[tuple[str, str]]:
+    """(id, question) pairs of a /v1/rag request; a row without an id gets its text's hash."""
+    rows = body.get("questions")
+    if not isinstance(rows, list) or not rows:
+        raise BadRequest('questions: a non-empty list of {"id": ..., "question": ...} is required')
+    if len(rows) > MAX_BATCH:
+        raise BadRequest(f"questions: {len(rows)} in one request, more than {MAX_BATCH}; split the batch")
+    pairs = []
+    for i, row in enumerate(rows):
+        text = row.get("question") if isinstance(row, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise BadRequest(f"questions[{i}].question must be a non-empty string, got {text!r:.60}")
+        qid = row.get("id", _id_of(text))
+        if not isinstance(qid, str) or not qid:
+            raise BadRequest(f"questions[{i}].id must be a non-empty string, got {qid!r:.60}")
+        pairs.append((qid, text.strip()))
+    if len({qid for qid, _ in pairs}) != len(pairs):
+        raise BadRequest("questions: two rows share an id; ids must be unique within a request")
+    return pairs
+
+
+def _id_of(text: str) -> str:
+    return "q-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _answer_json(answer: Answer, question: str, corpus) -> dict:
+    passages = [{"id": pid, "title": corpus[pid].title, "text": corpus[pid].text}
+                for pid in answer.passage_ids if pid in corpus]
+    return {"id": answer.query_id, "question": question, "answer": answer.text, "abstained": answer.abstained,
+            "confidence": answer.confidence, "passages": passages,
+            "trace": json.loads(json.dumps(answer.trace, default=str)), "model_calls": answer.model_calls,
+            "retrieval_calls": answer.retrieval_calls, "latency_s": answer.latency_s}
+
+
+def main(method_name: str, scale=None, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Build the method as notebook 08 does (trained parts reused when staged) and serve it."""
+    import uvicorn
+
+    from robustkit import resources
+    from robustkit.headtohead.config import settings
+    from robustkit.headtohead.pipeline import system
+
+    cfg = settings(scale)
+    method = system(cfg, method_name)
+    print(f"[robustkit] serving {method.name} at http://{host}:{port}/v1 (OpenAI chat completions, "
+          f"model {method.name!r}; plain JSON at /v1/rag)", flush=True)
+    uvicorn.run(app_for(method, resources.corpus_for(cfg.scale)), host=host, port=port, log_level="warning")
