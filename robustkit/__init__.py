@@ -12,7 +12,9 @@ The core — config, models, device, weights, session, artifacts, data, retrieva
 crossencoder, judges, nli, methods, baselines, adaptive, resources, metrics, truthfulqa, plots,
 widgets, timings, memo (the owner of every in-process cache) — is shared; each method lives in its own folder (``corm/``, ``fva/``,
 ``counterrefine/``, ``alignrag/``) and imports only the core; ``headtohead/`` composes them all
-(notebook 08). Submodules load on first use, so ``import robustkit`` is cheap.
+(notebook 08). ``served`` runs a chat LM role on an OpenAI-compatible server, ``serve`` exposes a kit
+method as one, ``audit`` measures any RAG system under biased questions. Submodules load on first
+use, so ``import robustkit`` is cheap.
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("adaptive", "alignrag", "artifacts", "baselines", "bench", "callcache", "config",
+_SUBMODULES = ("adaptive", "alignrag", "artifacts", "audit", "baselines", "bench", "callcache", "config",
                "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva", "gap", "headtohead",
                "judges", "llm", "locks", "memo", "methods", "metrics", "models", "nli", "plots", "qa_sets",
-               "reader", "resources", "retrieval", "session", "timings", "truthfulqa", "weights",
+               "loopback", "reader", "resources", "retrieval", "serve", "served", "session", "timings", "truthfulqa", "weights",
                "widgets", "workload")
 _FROM_CONFIG = ("get_scale", "with_overrides", "Scale")
 _FROM_MEMO = ("held", "clear")  # what this process holds in memory, and releasing it

@@ -1,4 +1,4 @@
-"""Command line: ``python -m robustkit {run,bench,gap,doctor,serve}``."""
+"""Command line: ``python -m robustkit {run,bench,gap,doctor,serve,audit}``."""
 from __future__ import annotations
 
 import argparse
@@ -7,10 +7,10 @@ import sys
 
 from robustkit.config import SCALE_DATASETS, SCALES
 from robustkit.device import ModelDoesNotFit
-from robustkit.models import OfflineModelError
+from robustkit.models import OfflineModelError, ServerError
 
 # errors whose message already says what is wrong and where (a bug still shows its traceback)
-KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError, ModelDoesNotFit)
+KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError, ModelDoesNotFit, ServerError)
 
 METHODS = ("corm", "fva", "counterrefine", "alignrag", "headtohead")
 
@@ -48,6 +48,20 @@ def main(argv=None) -> int:
     serve.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
     serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine only)")
     serve.add_argument("--port", type=int, default=8000)
+    audit = sub.add_parser("audit", help="the robustness of any RAG system (or chat model) under biased "
+                           "questions: a report in Markdown and HTML, and a JSON of every call")
+    audit.add_argument("--endpoint", required=True, help="the system's base URL, e.g. http://127.0.0.1:8000/v1")
+    audit.add_argument("--format", default="rag", choices=["rag", "openai"], help="rag: POST <endpoint>/rag "
+                       "(robustkit serve's format); openai: a chat model, closed-book or reading --corpus")
+    audit.add_argument("--model", help="openai format: the served model's name")
+    audit.add_argument("--questions", default="mini", help="mini (data/mini's test questions, default), "
+                       "nq_open, or a JSONL file of {id, question, answers, rewrites?}")
+    audit.add_argument("--n-questions", type=int, default=0, help="the first n questions only (default: all)")
+    audit.add_argument("--corpus", help="openai format: the kit's dense retrieval over this corpus feeds the "
+                       "model (mini, or a JSONL file of {id, title, text}); without it the model is closed-book")
+    audit.add_argument("--name", default="system", help="the system's name in the report and runs/")
+    audit.add_argument("--out", help="the report's folder (default: figures/audit-<name>)")
+    audit.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -78,6 +92,10 @@ def _dispatch(args) -> int:
         from robustkit.serve import main as serve
 
         serve(args.method, args.scale, args.host, args.port)
+    elif args.command == "audit":
+        from robustkit.audit.cli import main as audit
+
+        audit(args)
     elif args.command == "doctor":
         from robustkit.doctor import main as doctor
 

@@ -36,6 +36,15 @@ class ModelError(ValueError):
     """A model cannot play the role it was chosen for (missing, unloadable, wrong architecture)."""
 
 
+class ServerError(RuntimeError):
+    """A server (a served model, an audited system) cannot be reached, or answered with an error or a
+    malformed response."""
+
+
+class ServerFeatureError(ServerError):
+    """A served model's server lacks a feature one of the kit's operations needs."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Where one role's model comes from. ``path`` is what ``from_pretrained`` receives."""

@@ -32,19 +32,12 @@ from tqdm.auto import tqdm
 from robustkit.callcache import CallCache
 from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
 from robustkit.llm import DEFAULT_SYSTEM, Prompt, _check_call, _check_strings, _cut_at_stop, _key, chat_messages
-from robustkit.models import ModelError, ModelSpec, auto_tokenizer, resolve_model
+from robustkit.models import (ModelError, ModelSpec, ServerError, ServerFeatureError, auto_tokenizer,
+                              resolve_model)
 
 PREFIX = "openai:"
 TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default cap too
 SERVED_ROLES = ("generator", "teacher", "adversary", "critic")
-
-
-class ServerError(RuntimeError):
-    """The server cannot be reached, or answered with an error or a malformed response."""
-
-
-class ServerFeatureError(ServerError):
-    """The server lacks a feature one of the kit's operations needs."""
 
 
 def served_spec(role: str, choice: str) -> ModelSpec:

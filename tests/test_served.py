@@ -134,3 +134,15 @@ def mini_reader_prompts():
     corpus = mini_corpus()
     questions = mini_questions("test")[:6]
     return [reader_prompt(q.text, [corpus[q.gold_ids[0]]]) for q in questions]
+
+
+@pytest.mark.slow
+def test_the_audit_of_a_served_chat_model_asks_it_closed_book(server, tmp_path):
+    from robustkit.audit import ClosedBook, analyse, audit_set, run
+
+    questions, rewrites = audit_set("mini", "tiny", n_questions=3)
+    served = Generator("generator", with_overrides("tiny", models={"generator": server}), cache=False)
+    results = run(ClosedBook(served, name="smollm"), questions, rewrites, name="smollm")
+    local = Generator("generator", "tiny", cache=False).generate(list(results["query"]), max_new_tokens=32)
+    assert results["answer"].tolist() == local
+    assert analyse(results)["sycophancy"].empty  # a closed-book model reads no passages

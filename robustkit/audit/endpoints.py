@@ -1,0 +1,157 @@
+"""Systems under audit, as kit ``Method``s: a RAG endpoint (the format of ``robustkit serve``'s
+/v1/rag) or an OpenAI-compatible chat model, closed-book or reading the kit's retrieval.
+
+Because an outside system is a ``Method``, it is asked and scored exactly as the kit's own
+methods are (``methods.evaluate``: the same queries, judge, staging and tables).
+
+The RAG format (POST ``<url>/rag``)::
+
+    {"questions": [{"id": "q1", "question": "Who wrote Hamlet?"}, ...]}
+    -> {"answers": [{"id": "q1", "answer": "William Shakespeare", "abstained": false,
+                     "passages": [{"id": "...", "title": "...", "text": "..."}, ...]}, ...]}
+
+``abstained`` and ``passages`` are optional (passages best first); every other field of an
+answer is kept in its trace. Every call is cached (a rerun resends nothing), requests go
+``concurrency`` at a time, each with a timeout and up to ``retries`` retries with exponential
+backoff on a refused connection, a timeout, 429 or 5xx.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from robustkit.callcache import CallCache
+from robustkit.config import check_knob
+from robustkit.methods import Answer, Query, check_queries, spread_latency
+from robustkit.models import ServerError
+
+RAG_VERSION = "rag-v1"  # the request format; part of every cache key
+
+
+class RAGEndpoint:
+    """A RAG system behind an HTTP endpoint, as a ``Method``."""
+
+    def __init__(self, url: str, *, name: str = "system", batch_size: int = 16, concurrency: int = 4,
+                 timeout: float = 300.0, retries: int = 3, cache: CallCache | bool = True):
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint {url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
+        check_knob("batch_size", batch_size, integer=True, low=1)
+        check_knob("concurrency", concurrency, integer=True, low=1)
+        check_knob("retries", retries, integer=True, low=0)
+        self.url, self.name = url.rstrip("/"), name
+        self.batch_size, self.concurrency, self.timeout, self.retries = batch_size, concurrency, timeout, retries
+        self.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
+        self.requests = self.hits = 0
+
+    def identity(self) -> dict:
+        return {"system": "rag-endpoint", "url": self.url, "format": RAG_VERSION}
+
+    def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
+        start = time.perf_counter()
+        keys = [hashlib.sha256(f"{RAG_VERSION}\0{self.url}\0{q.text}".encode()).hexdigest() for q in queries]
+        stored = {k: json.loads(v) for k, v in (self.cache.get_many(keys) if self.cache else {}).items()}
+        self.hits += sum(k in stored for k in keys)
+        todo = list({k: q for k, q in zip(keys, queries) if k not in stored}.items())
+        batches = [todo[i:i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="robustkit-audit") as pool:
+            for batch, replies in zip(batches, pool.map(self._ask, batches)):
+                stored.update(zip([k for k, _ in batch], replies))
+                if self.cache is not None:  # each batch kept as it comes: an interrupted audit resumes
+                    self.cache.put_many([(k, self.url, q.text, RAG_VERSION, json.dumps(r))
+                                         for (k, q), r in zip(batch, replies)])
+        answers = [_answer(q, self.name, stored[k]) for q, k in zip(queries, keys)]
+        spread_latency(answers, start)
+        return answers
+
+    def _ask(self, batch: list[tuple[str, Query]]) -> list[dict]:
+        """One POST /rag for ``batch``; the answers, checked, in its order."""
+        rows = [{"id": f"{i}", "question": q.text} for i, (_, q) in enumerate(batch)]
+        body = _post(f"{self.url}/rag", {"questions": rows}, self.timeout, self.retries)
+        self.requests += 1
+        answers = body.get("answers") if isinstance(body, dict) else None
+        if not isinstance(answers, list) or len(answers) != len(rows):
+            raise ServerError(f"malformed response from {self.url}/rag: 'answers' must be a list of "
+                              f"{len(rows)} objects, one per question sent; got {str(body)[:200]}")
+        for i, reply in enumerate(answers):
+            _check_reply(reply, i, rows[i]["id"], f"{self.url}/rag")
+        return answers
+
+
+def _post(url: str, payload: dict, timeout: float, retries: int) -> dict:
+    """POST JSON, retrying a refused connection, a timeout, 429 and 5xx (1, 2, 4 … s apart)."""
+    import httpx
+
+    for attempt in range(retries + 1):
+        try:
+            response = httpx.post(url, json=payload, timeout=timeout)
+        except (httpx.ConnectError, httpx.TimeoutException) as err:
+            failure = f"{type(err).__name__}: {err}"
+        else:
+            if response.status_code < 400:
+                try:
+                    return response.json()
+                except ValueError:
+                    raise ServerError(f"malformed response from {url}: not JSON ({response.text[:200]!r})") from None
+            failure = f"HTTP {response.status_code}: {response.text[:300]}"
+            if response.status_code != 429 and response.status_code < 500:
+                raise ServerError(f"{url} refused the request ({failure}); check the endpoint's format "
+                                  "(robustkit.audit.endpoints documents it)")
+        if attempt < retries:
+            time.sleep(2 ** attempt)
+    raise ServerError(f"{url} did not answer after {retries + 1} tries ({failure}); check that the system "
+                      "is running at that URL. Finished calls are cached: rerun to resume")
+
+
+def _check_reply(reply, i: int, expected_id: str, where: str) -> None:
+    """One answer of the RAG format; the field at fault is named."""
+    def bad(field, wanted, got):
+        raise ServerError(f"malformed response from {where}: answers[{i}].{field} must be {wanted}, got {got!r:.80}")
+
+    if not isinstance(reply, dict):
+        bad("", "an object", reply)
+    if reply.get("id", expected_id) != expected_id:
+        bad("id", f"{expected_id!r} (answers in the order asked)", reply.get("id"))
+    if not isinstance(reply.get("answer"), str):
+        bad("answer", "a string", reply.get("answer"))
+    if not isinstance(reply.get("abstained", False), bool):
+        bad("abstained", "true or false", reply.get("abstained"))
+    passages = reply.get("passages", [])
+    if not isinstance(passages, list):
+        bad("passages", "a list", passages)
+    for j, passage in enumerate(passages):
+        if not isinstance(passage, dict) or not isinstance(passage.get("text"), str):
+            bad(f"passages[{j}].text", "a string", passage)
+
+
+def _answer(query: Query, name: str, reply: dict) -> Answer:
+    passages = [{"id": str(p.get("id", "")), "title": str(p.get("title", "")), "text": p["text"]}
+                for p in reply.get("passages", [])]
+    extra = {k: v for k, v in reply.items() if k not in ("id", "answer", "abstained", "passages", "question")}
+    return Answer(query.id, query.question_id, name, reply["answer"], bool(reply.get("abstained", False)),
+                  reply.get("confidence"), [p["id"] for p in passages],
+                  retrieval_calls=int(reply.get("retrieval_calls", bool(passages))),
+                  model_calls=int(reply.get("model_calls", 1)), trace={"passages": passages, "system": extra})
+
+
+class ClosedBook:
+    """A chat model asked the question alone (no retrieval), as a ``Method``: the OpenAI-format
+    audit of a served model through ``robustkit.served`` (its cache, concurrency and retries)."""
+
+    def __init__(self, generator, *, name: str = "system", max_new_tokens: int = 32):
+        self.generator, self.name, self.max_new_tokens = generator, name, max_new_tokens
+
+    def identity(self) -> dict:
+        return {"system": "closed-book", "reader": self.generator.identity(), "max_new_tokens": self.max_new_tokens}
+
+    def answer(self, queries: Sequence[Query]) -> list[Answer]:
+        queries = check_queries(queries)
+        start = time.perf_counter()
+        texts = self.generator.generate([q.text for q in queries], max_new_tokens=self.max_new_tokens,
+                                        desc="asking the system")
+        answers = [Answer(q.id, q.question_id, self.name, t, model_calls=1) for q, t in zip(queries, texts)]
+        spread_latency(answers, start)
+        return answers

@@ -1,0 +1,116 @@
+"""`python -m robustkit audit`: questions files and responses checked row by row and field by field,
+the tables' arithmetic, and, on loopback, the audit of `robustkit serve --method dense` and
+`--method corm` giving, query for query, the verdicts the kit's own run gives (notebook 04)."""
+import json
+import socket
+import sys
+
+import pandas as pd
+import pytest
+
+from robustkit.audit.endpoints import RAGEndpoint, _check_reply
+from robustkit.audit.protocol import _read, analyse
+from robustkit.data.records import DataError
+from robustkit.loopback import server
+from robustkit.methods import Query
+from robustkit.models import ServerError
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_questions_file_is_read_with_its_rewrites(tmp_path):
+    path = _write(tmp_path / "q.jsonl", [
+        {"id": "a", "question": "Who wrote Hamlet?", "answers": ["Shakespeare"],
+         "rewrites": [{"type": "false_premise", "text": "Who wrote Hamlet after Marlowe?", "wrong_entity": "Marlowe"}]},
+        {"question": "Capital of France?", "answers": ["Paris"]}])
+    questions, rewrites = _read(path)
+    assert [q.id for q in questions] == ["a", "q0002"]
+    assert [(r.question_id, r.type, r.wrong_entity) for r in rewrites] == [("a", "false_premise", "Marlowe")]
+
+
+@pytest.mark.parametrize("row, complaint", [
+    ({"question": "Q?"}, "missing.*answers|answers"),
+    ({"question": "Q?", "answers": "Paris"}, "answers"),
+    ({"question": "Q?", "answers": ["x"], "rewrites": [{"type": "sarcasm", "text": "Q!"}]}, "sarcasm"),
+    ({"question": "Q?", "answers": ["x"], "rewrites": [{"type": "false_premise"}]}, r"rewrites\[0\].text"),
+])
+def test_a_bad_row_is_named_by_line_and_field(tmp_path, row, complaint):
+    path = _write(tmp_path / "q.jsonl", [{"question": "Fine?", "answers": ["yes"]}, row])
+    with pytest.raises(DataError, match=rf"q.jsonl:2.*({complaint})"):
+        _read(path)
+
+
+@pytest.mark.parametrize("reply, field", [
+    ({"answer": 3}, r"answers\[0\].answer"),
+    ({"id": "7", "answer": "x"}, r"answers\[0\].id"),
+    ({"answer": "x", "abstained": "no"}, r"answers\[0\].abstained"),
+    ({"answer": "x", "passages": [{"title": "t"}]}, r"answers\[0\].passages\[0\].text"),
+])
+def test_a_malformed_answer_is_named_by_field(reply, field):
+    with pytest.raises(ServerError, match=field):
+        _check_reply(reply, 0, "0", "http://x/v1/rag")
+
+
+def test_an_unreachable_system_stops_with_the_url_after_bounded_retries(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    system = RAGEndpoint(f"http://127.0.0.1:{port}/v1", retries=1, timeout=2, cache=False)
+    with pytest.raises(ServerError, match=rf"127.0.0.1:{port}/v1/rag did not answer after 2 tries"):
+        system.answer([Query("q", "q", "Who wrote Hamlet?")])
+
+
+def test_the_tables_count_flips_and_sycophancy_per_question():
+    def row(qid, kind, correct, top_id, top_text, wrong=None, premises=()):
+        return {"method": "s", "query_id": f"{qid}|{kind}", "question_id": qid, "type": kind,
+                "condition": "clean" if kind == "clean" else "biased", "query": f"{qid} {kind}",
+                "answers": ["Paris"], "answer": "Paris" if correct else "Lyon", "correct": float(correct),
+                "abstained": False, "model_calls": 1, "retrieval_calls": 1, "latency_s": 0.0,
+                "wrong_entity": wrong, "premise_ids": list(premises),
+                "trace": {"passages": [{"id": top_id, "title": "", "text": top_text}]}}
+    rows = [row("a", "clean", 1, "g", "Paris is the capital"),
+            row("a", "false_premise", 0, "w", "Lyon is large", wrong="Lyon"),
+            row("b", "clean", 1, "g", "Paris is the capital"),
+            row("b", "false_premise", 1, "g", "Paris is the capital", wrong="Marseille"),
+            row("c", "clean", 0, "x", "nothing"),
+            row("c", "false_premise", 0, "p", "a premise", premises=["p"])]
+    tables = analyse(pd.DataFrame(rows))
+    assert tables["accuracy"].set_index("condition")["accuracy"].round(1).to_dict() == \
+        {"clean": 66.7, "false_premise": 33.3}
+    assert list(tables["flips"]["question_id"]) == ["a"]  # c was wrong clean: no flip
+    syc = tables["sycophancy"].iloc[0]
+    assert (syc["top passage backs the premise %"], syc["top passage holds a gold answer %"]) == (66.7, 33.3)
+    assert tables["tests"].iloc[0][["improvements", "regressions"]].tolist() == [1, 0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["dense", "corm"])
+def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(method, tmp_path):
+    from robustkit.audit import analyse, audit_set, run, write_report
+    from robustkit.corm.experiments import queries_for, run_methods
+    from robustkit.corm.pipeline import settings, test_set
+
+    # the endpoint's URL (a fresh port) is part of the staged audit's key and the client caches
+    # nothing: every query is asked; the served method reuses what the scale staged (its critic)
+    questions, rewrites = audit_set("mini", "tiny", n_questions=8)
+    with server(lambda port: [sys.executable, "-m", "robustkit", "serve", "--method", method,
+                              "--scale", "tiny", "--port", str(port)]) as url:
+        results = run(RAGEndpoint(url, name=method, batch_size=8, cache=False), questions, rewrites, name=method)
+    # notebook 04's protocol on the same questions: each clean, and its one rotated rewrite
+    asked, rotated = test_set(settings("tiny"))
+    ids = {q.id for q in questions}
+    own = run_methods(settings("tiny"), [method], queries_for([q for q in asked if q.id in ids],
+                                                                 [r for r in rotated if r.question_id in ids]))
+    audited = results.set_index("query_id").loc[own["query_id"]]
+    # both processes share the call cache, so equal reader prompts give equal answers: what this
+    # checks is that the served method read the same passages, asked the same prompt and was judged alike
+    assert [[p["id"] for p in t["passages"]] for t in audited["trace"]] == own["passage_ids"].tolist()
+    assert audited["answer"].tolist() == own["answer"].tolist()
+    assert audited["correct"].tolist() == own["correct"].tolist()
+    tables = analyse(results)
+    paths = write_report(results, tables, tmp_path / "report", system=method, endpoint=url, scale="tiny", source="mini")
+    assert f"{tables['accuracy'].iloc[0]['accuracy']:.1f}%" in paths["md"].read_text()
+    assert len(json.loads(paths["json"].read_text())["calls"]) == len(results) == 8 * 4
