@@ -11,7 +11,9 @@ The RAG format (POST ``<url>/rag``)::
                      "passages": [{"id": "...", "title": "...", "text": "..."}, ...]}, ...]}
 
 ``abstained`` and ``passages`` are optional (passages best first); every other field of an
-answer is kept in its trace. Every call is cached (a rerun resends nothing), requests go
+answer is kept in its trace. Every call is cached under the system's name, URL and the models
+its GET ``<url>/models`` lists, if it has that route (a rerun resends nothing, and says how many
+answers it replayed), requests go
 ``concurrency`` at a time, each with a timeout and up to ``retries`` retries with exponential
 backoff on a refused connection, a timeout, 429 or 5xx.
 """
@@ -45,23 +47,32 @@ class RAGEndpoint:
         self.batch_size, self.concurrency, self.timeout, self.retries = batch_size, concurrency, timeout, retries
         self.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
         self.requests = self.hits = 0
+        self._served = None
 
     def identity(self) -> dict:
-        return {"system": "rag-endpoint", "url": self.url, "format": RAG_VERSION}
+        """The system as far as the client can tell: its name, URL, format and listed models."""
+        if self._served is None:
+            self._served = _listed_models(self.url, self.timeout)
+        return {"system": "rag-endpoint", "name": self.name, "url": self.url, "format": RAG_VERSION,
+                "models": self._served}
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
         queries = check_queries(queries)
         start = time.perf_counter()
-        keys = [hashlib.sha256(f"{RAG_VERSION}\0{self.url}\0{q.text}".encode()).hexdigest() for q in queries]
+        system = json.dumps(self.identity(), sort_keys=True)
+        keys = [hashlib.sha256(f"{system}\0{q.text}".encode()).hexdigest() for q in queries]
         stored = {k: json.loads(v) for k, v in (self.cache.get_many(keys) if self.cache else {}).items()}
-        self.hits += sum(k in stored for k in keys)
+        if replayed := sum(k in stored for k in keys):
+            self.hits += replayed
+            print(f"[robustkit] {self.name}: {replayed} of {len(keys)} answers replayed from the call cache "
+                  f"(asked before of {self.url}); pass cache=False to ask again")
         todo = list({k: q for k, q in zip(keys, queries) if k not in stored}.items())
         batches = [todo[i:i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="robustkit-audit") as pool:
             for batch, replies in zip(batches, pool.map(self._ask, batches)):
                 stored.update(zip([k for k, _ in batch], replies))
                 if self.cache is not None:  # each batch kept as it comes: an interrupted audit resumes
-                    self.cache.put_many([(k, self.url, q.text, RAG_VERSION, json.dumps(r))
+                    self.cache.put_many([(k, self.url, q.text, system, json.dumps(r))
                                          for (k, q), r in zip(batch, replies)])
         answers = [_answer(q, self.name, stored[k]) for q, k in zip(queries, keys)]
         spread_latency(answers, start)
@@ -79,6 +90,17 @@ class RAGEndpoint:
         for i, reply in enumerate(answers):
             _check_reply(reply, i, rows[i]["id"], f"{self.url}/rag")
         return answers
+
+
+def _listed_models(url: str, timeout: float) -> list[str] | str:
+    """The ids GET ``<url>/models`` lists (``robustkit serve`` lists its method), or why there are none."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{url}/models", timeout=min(timeout, 10))
+        return sorted(m["id"] for m in response.json()["data"]) if response.status_code == 200 else "no /models route"
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:
+        return f"no /models route ({type(err).__name__})"
 
 
 def _post(url: str, payload: dict, timeout: float, retries: int) -> dict:
