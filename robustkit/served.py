@@ -129,9 +129,9 @@ class ServedGenerator:
 
     def identity(self) -> dict:
         """What decides this generator's outputs, for artifact manifests: the server and its model."""
-        server = self._server or check_server(self.spec)
+        self._server = self._server or check_server(self.spec)
         return {"model": self.model_id, "server": self.spec.path, "served_model": self.model_name,
-                "server_version": server["server_version"], "system_prompt": self.system_prompt}
+                "server_version": self._server["server_version"], "system_prompt": self.system_prompt}
 
     def with_cache(self, cache: CallCache | bool) -> "ServedGenerator":
         twin = ServedGenerator(self.spec.role, self.scale, spec=self.spec, cache=cache,
