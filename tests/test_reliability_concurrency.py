@@ -77,7 +77,10 @@ class Process:
         with open(self.log, "w") as out:
             self.popen = subprocess.Popen(
                 [sys.executable, "-c", script, *map(str, args)], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT), "ROBUSTKIT_PROGRESS": "0", **(env or {})})
+                env={**os.environ, "PYTHONPATH": str(ROOT), "ROBUSTKIT_PROGRESS": "0", **(env or {})},
+                # a shell's background job (a CI runner's `cmd &`) ignores SIGINT, and a child would
+                # inherit that: Python then raises no KeyboardInterrupt, which one test sends
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.pid = self.popen.pid
 
     def output(self) -> str:
