@@ -146,3 +146,24 @@ def test_the_audit_of_a_served_chat_model_asks_it_closed_book(server, tmp_path):
     local = Generator("generator", "tiny", cache=False).generate(list(results["query"]), max_new_tokens=32)
     assert results["answer"].tolist() == local
     assert analyse(results)["sycophancy"].empty  # a closed-book model reads no passages
+
+
+@pytest.mark.slow
+def test_a_kit_method_reads_with_a_served_reader_as_with_its_own(server, tmp_path):
+    """`robustkit audit --format openai --corpus`: the kit's dense RAG with the served model as its
+    reader answers as the in-process dense RAG does (the same retrieval, prompts and greedy reader)."""
+    from argparse import Namespace
+
+    from robustkit.audit.cli import system_under_test
+    from robustkit.data.mini import mini_questions
+    from robustkit.headtohead.config import settings
+    from robustkit.headtohead.pipeline import system
+    from robustkit.methods import Query
+
+    model, url = server.removeprefix("openai:").split("@http")
+    args = Namespace(format="openai", endpoint=f"http{url}", model=model, corpus="mini", name="smollm")
+    queries = [Query(q.id, q.id, q.text) for q in mini_questions("test")[:4]]
+    served = system_under_test(args, settings("tiny").scale).answer(queries)
+    local = system(settings("tiny"), "dense").answer(queries)
+    assert [a.passage_ids for a in served] == [a.passage_ids for a in local]
+    assert [a.text for a in served] == [a.text for a in local]
