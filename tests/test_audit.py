@@ -93,17 +93,18 @@ def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(method, tmp_pat
     from robustkit.corm.experiments import queries_for, run_methods
     from robustkit.corm.pipeline import settings, test_set
 
-    # the endpoint's URL (a fresh port) is part of the staged audit's key and the client caches
-    # nothing: every query is asked; the served method reuses what the scale staged (its critic)
     questions, rewrites = audit_set("mini", "tiny", n_questions=8)
-    with server(lambda port: [sys.executable, "-m", "robustkit", "serve", "--method", method,
-                              "--scale", "tiny", "--port", str(port)]) as url:
-        results = run(RAGEndpoint(url, name=method, batch_size=8, cache=False), questions, rewrites, name=method)
-    # notebook 04's protocol on the same questions: each clean, and its one rotated rewrite
+    # notebook 04's protocol on the same questions, in-process first (it stages what the method
+    # needs, CoRM's critic, which the server then reads instead of training it before it answers)
     asked, rotated = test_set(settings("tiny"))
     ids = {q.id for q in questions}
     own = run_methods(settings("tiny"), [method], queries_for([q for q in asked if q.id in ids],
                                                                  [r for r in rotated if r.question_id in ids]))
+    # the endpoint's URL (a fresh port) is part of the staged audit's key and the client caches
+    # nothing: every query is asked
+    with server(lambda port: [sys.executable, "-m", "robustkit", "serve", "--method", method,
+                              "--scale", "tiny", "--port", str(port)]) as url:
+        results = run(RAGEndpoint(url, name=method, batch_size=8, cache=False), questions, rewrites, name=method)
     audited = results.set_index("query_id").loc[own["query_id"]]
     # both processes share the call cache, so equal reader prompts give equal answers: what this
     # checks is that the served method read the same passages, asked the same prompt and was judged alike
