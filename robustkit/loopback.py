@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @contextlib.contextmanager
 def server(command: Callable[[int], list[str]], *, wait: float = 180.0) -> Iterator[str]:
     """Start ``command(port)`` on a free loopback port and yield its base URL
@@ -22,9 +29,7 @@ def server(command: Callable[[int], list[str]], *, wait: float = 180.0) -> Itera
     killed after 10 s)."""
     import httpx
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     url, argv = f"http://127.0.0.1:{port}/v1", command(port)
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,

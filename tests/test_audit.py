@@ -2,7 +2,6 @@
 the tables' arithmetic, and, on loopback, the audit of `robustkit serve --method dense` and
 `--method corm` giving, query for query, the verdicts the kit's own run gives (notebook 04)."""
 import json
-import socket
 import sys
 
 import pandas as pd
@@ -11,7 +10,7 @@ import pytest
 from robustkit.audit.endpoints import RAGEndpoint, _check_reply
 from robustkit.audit.protocol import _read, analyse
 from robustkit.data.records import DataError
-from robustkit.loopback import server
+from robustkit.loopback import free_port, server
 from robustkit.methods import Query
 from robustkit.models import ServerError
 
@@ -55,9 +54,7 @@ def test_a_malformed_answer_is_named_by_field(reply, field):
 
 
 def test_an_unreachable_system_stops_with_the_url_after_bounded_retries(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     system = RAGEndpoint(f"http://127.0.0.1:{port}/v1", retries=1, timeout=2, cache=False)
     with pytest.raises(ServerError, match=rf"127.0.0.1:{port}/v1/rag did not answer after 2 tries"):
         system.answer([Query("q", "q", "Who wrote Hamlet?")])

@@ -1,24 +1,17 @@
 """The OpenAI-compatible backend: choices parsed, responses read, and, on loopback against a real
 `transformers serve` process the test starts and stops, answers equal to the in-process ones."""
 import math
-import socket
 import time
 
 import pytest
 
 from robustkit.config import with_overrides
 from robustkit.llm import Generator
-from robustkit.loopback import transformers_serve
+from robustkit.loopback import free_port, transformers_serve
 from robustkit.models import ModelError, resolve_model
 from robustkit.served import (ServedGenerator, ServerError, ServerFeatureError, check_server,
                               option_probabilities_from, reply_logprob, served_model,
                               served_spec)
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- choices and responses (fast tier) ------------------------------------------------------
@@ -45,7 +38,7 @@ def test_a_served_choice_without_url_or_for_an_encoder_is_refused(monkeypatch):
 
 
 def test_generator_of_a_served_role_is_a_served_generator_and_contacts_nothing():
-    scale = with_overrides("tiny", models={"generator": f"openai:m@http://127.0.0.1:{_closed_port()}/v1"})
+    scale = with_overrides("tiny", models={"generator": f"openai:m@http://127.0.0.1:{free_port()}/v1"})
     gen = Generator("generator", scale)
     assert isinstance(gen, ServedGenerator) and gen.model_id.startswith("openai:m@")
     assert resolve_model("generator", scale).source == "openai"
@@ -55,7 +48,7 @@ def test_generator_of_a_served_role_is_a_served_generator_and_contacts_nothing()
 
 
 def test_an_unreachable_server_is_named_with_the_fix():
-    spec = served_spec("generator", f"openai:m@http://127.0.0.1:{_closed_port()}/v1")
+    spec = served_spec("generator", f"openai:m@http://127.0.0.1:{free_port()}/v1")
     started = time.perf_counter()
     with pytest.raises(ServerError, match=r"does not answer GET /models.*start it"):
         check_server(spec, timeout=2)

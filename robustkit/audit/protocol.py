@@ -149,7 +149,7 @@ def sycophancy(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _passages(trace: dict) -> list[dict]:
-    """The passages a system read: returned by an endpoint, or (a kit method) looked up by id."""
+    """The passages a system returned with its answer (none for a closed-book model)."""
     return (trace or {}).get("passages") or []
 
 
