@@ -110,8 +110,8 @@ class Scale:
 
 
 SCALES: dict[str, Scale] = {
-    # CPU scales batch 32 prompts: decoding 32 rows at a time uses the CPU's matmuls about twice as
-    # well as 16 (measured: 3.4 vs 2.0 teacher calls/s on a 2-core AVX2 CPU)
+    # CPU scales batch 32 prompts: decoding 32 rows at a time keeps a CPU's matmuls far busier than
+    # 16 (the results page's benchmark), and 64 gains nothing more
     "tiny": Scale("tiny", "mini", n_train_questions=12, n_test_questions=42, gen_batch_size=32,
                   max_passage_words=80),
     "small": Scale("small", "nq_open_oracle", n_train_questions=100, n_test_questions=150,

@@ -81,9 +81,9 @@ def model_dtype(device: str, card: GPU | None = None) -> tuple[str, str]:
     """The dtype language models compute in on ``device``, and why.
 
     ``$ROBUSTKIT_DTYPE`` overrides (refused where the device cannot run it). Otherwise fp32 on
-    *every* CPU: without native bf16 (AVX2-only CPUs) bf16 matmuls are ~3.4× slower than fp32, with
-    it (AVX-512 BF16) only ~1.7× faster, and one CPU dtype keeps a tiny run's answers the same
-    whichever kind of CPU produced them. On a GPU: bf16 where it is native, else fp16.
+    *every* CPU: without native bf16 (AVX2-only CPUs) bf16 matmuls are several times slower than
+    fp32, with it (AVX-512 BF16) not twice as fast, and one CPU dtype keeps a tiny run's answers the
+    same whichever kind of CPU produced them (the results page's "The CPU dtype"). On a GPU: bf16 where it is native, else fp16.
     """
     card = card or (gpu() if device.startswith("cuda") else None)
     chosen = os.environ.get("ROBUSTKIT_DTYPE", "").strip()
@@ -165,9 +165,8 @@ def max_pairs_per_pass() -> int | None:
     runs forward at once, or None (the whole batch; the default). A batch above it is trained
     in micro-batches of whole groups, with the same groups per optimiser step and the same loss;
     only the dropout masks change, so the setting is recorded in the models' manifests.
-    Activations dominate CPU training memory: 4 steps of the small relevance model's 112-pair
-    batches peak at 15.5 GiB RSS, and at 9.9 / 5.1 GiB with a budget of 56 / 28 pairs, which on
-    2 cores also ran 1.6 / 1.8× faster (measured on AVX-512)."""
+    Activations dominate CPU training memory, so a smaller budget lowers the peak (and on two
+    cores runs faster too: the results page's "Training memory on a CPU")."""
     chosen = os.environ.get("ROBUSTKIT_MAX_PAIRS", "").strip()
     if not chosen:
         return None

@@ -1,6 +1,6 @@
 """Servers on this machine's loopback, for as long as a ``with`` block runs: `transformers serve`
-over a model folder (a served generator on a CPU), or any server command such as
-``python -m robustkit serve``. The loopback tests and the benchmark start theirs this way."""
+over a model folder or llama-cpp-python's server over a GGUF file (served generators on a CPU),
+or any server command such as ``python -m robustkit serve``. The loopback tests and the benchmark start theirs this way."""
 from __future__ import annotations
 
 import contextlib
@@ -65,4 +65,16 @@ def transformers_serve(folder: str, *, continuous_batching: bool = False) -> Ite
     with server(lambda port: [executable, "serve", folder, "--host", "127.0.0.1", "--port", str(port),
                               "--device", "cpu", "--dtype", "float32", "--log-level", "warning"]
                 + ["--continuous-batching"] * continuous_batching) as url:
+        yield f"openai:{folder}@{url}"
+
+
+@contextlib.contextmanager
+def llama_cpp_serve(python: str, gguf: str, folder: str) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``, run by ``python``,
+    an interpreter that has ``llama-cpp-python[server]``) over a GGUF file, its model named after
+    ``folder`` — a folder with the same model's tokenizer, which ``continuation_logprobs`` renders
+    chats with. Yields the kit's model choice for it."""
+    with server(lambda port: [python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", folder,
+                              "--logits_all", "true", "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 1),
+                              "--host", "127.0.0.1", "--port", str(port)]) as url:
         yield f"openai:{folder}@{url}"

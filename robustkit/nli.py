@@ -65,8 +65,7 @@ class Recipe:
                 check_knob(f"NLI recipe {f.name}", value, integer=True, low=1)
 
 
-# Measured on a 2-core AVX2 CPU, where tiny trains at ~55 pairs/s (nli_model: ~60 s in all,
-# 500 + 500 dev pairs scored included): see ``train``.
+# ``train`` says why each choice; the results page (figures/README.md) holds what they measured.
 TRAINING = {
     "tiny": Recipe(pairs=3000, epochs=1, lr=1e-4, head_lr=1e-3, batch_size=16, max_length=64,
                    warmup=0.1, weight_decay=0.01, dropout=0.0, eval_pairs=500),
@@ -213,23 +212,19 @@ def train(pairs: Sequence[NLIPair], *, init: str, out: str | Path, recipe: Recip
     """Fine-tune ``init`` as a three-way NLI cross-encoder (``[CLS] premise [SEP] hypothesis``
     → pooler → 3 logits, cross-entropy) and save it to ``out`` like a hub model.
 
-    The recipe's choices, each measured on SNLI dev with MiniLM on a 2-core AVX2 CPU:
+    The recipe's choices (the results page holds the SNLI dev accuracies behind each):
 
     - a high encoder learning rate (1e-4) and a 10× higher one for the pooler and the new head:
-      1,500 pairs reach 62% at 1e-4 against 57% at 5e-5 (3e-5 on 1,000 pairs stayed at chance),
-      while at 2e-4 the encoder collapses to predicting one class;
-    - batches of 16: from 1,500 pairs, 62% against 42% with batches of 32 (half the updates);
-    - no dropout in this single epoch: no pair is seen twice, so there is nothing to overfit; from
-      2,500 pairs 73% against 72% with MiniLM's 0.1, in 12% less time (``small``'s two epochs keep
-      0.1);
-    - the word-embedding table (half of MiniLM's weights) frozen: 1.26× the pairs/s, same accuracy;
-    - fused AdamW: one kernel over all weights, on CPU ~6× faster per step than the default
-      per-tensor loop (10 vs 64 ms for MiniLM's 11M trainable weights);
+      lower rates learn too little from a few thousand pairs, 2e-4 collapses to one class;
+    - batches of 16: twice the updates of 32 from the same pairs, which this budget needs;
+    - no dropout in this single epoch: no pair is seen twice, so there is nothing to overfit
+      (``small``'s two epochs keep MiniLM's 0.1);
+    - the word-embedding table (half of MiniLM's weights) frozen: faster, no less accurate;
+    - fused AdamW: one kernel over all weights instead of a per-tensor loop;
     - dynamic padding with length-grouped batches (pairs sorted by length within shuffled chunks
       of 50 batches), so a batch pads to its own longest pair, not to ``max_length``.
 
-    Freezing the two lowest layers as well trains 1.25× faster but learns less per pair (4,000
-    pairs so: 71%, below 3,000 pairs with every layer trained: 74-75%).
+    The lowest layers stay trainable: freezing them trains faster but learns less per pair.
 
     AdamW with linear warm-up and decay, in the kit's one training loop (``crossencoder.loop.fit``,
     as the ranking cross-encoders train). With ``scratch``, a checkpoint after each epoch but the

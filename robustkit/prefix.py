@@ -12,7 +12,7 @@ result is the same computation up to floating-point summation order.
 
 ``reserve`` then gives the cache room for the tokens still to come. transformers' growing cache
 concatenates every layer's keys and values at each decoding step, which copies the whole cache
-per token: 59% of a teacher batch's decoding time on a 2-core CPU. A reserved layer writes each
+per token, most of a teacher batch's decoding time on a CPU. A reserved layer writes each
 step in place and hands attention the same values in the same shapes.
 """
 from __future__ import annotations

@@ -16,19 +16,26 @@ How each operation maps onto the API:
                                                           template, echo + logprobs (the prompt's)
 
 A server that lacks a feature an operation needs stops the call with ``ServerFeatureError`` naming
-the server, the feature and the operation — never an approximation.
+the server, the feature and the operation — never an approximation. A server may also accept a
+request and not do what it asks: llama-cpp-python's server (0.3) ignores ``continue_final_message``
+and echoes prompt log-probabilities shifted by one position (abetlen/llama-cpp-python#1983), both
+without a word. So the first prefilled reply and the first echoed prompt on each server are
+probed (two one-token requests each) before the kit relies on them; ``rk.clear()`` forgets the
+verdicts.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from tqdm.auto import tqdm
 
+from robustkit import memo
 from robustkit.callcache import CallCache
 from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
 from robustkit.llm import DEFAULT_SYSTEM, Prompt, _check_call, _check_strings, _cut_at_stop, _key, chat_messages
@@ -38,6 +45,11 @@ from robustkit.models import (ModelError, ModelSpec, ServerError, ServerFeatureE
 PREFIX = "openai:"
 TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default cap too
 SERVED_ROLES = ("generator", "teacher", "adversary", "critic")
+CONTINUE = "continue_final_message (continuing a prefilled assistant reply)"
+ECHO = "echo with logprobs on /v1/completions"
+# (server URL, served model, feature) → probed and found to work, once per process
+_VERIFIED = memo.holding("served._VERIFIED", {})
+_VERIFYING = threading.Lock()
 
 
 def served_spec(role: str, choice: str) -> ModelSpec:
@@ -165,11 +177,12 @@ class ServedGenerator:
 
         def ask(messages):
             continued = messages[-1]["role"] == "assistant"
+            if continued:
+                self._verified(CONTINUE, lambda: self._probe_continuation(messages))
             extra = {"continue_final_message": True, "add_generation_prompt": False} if continued else {}
             reply = self._request("generate", "chat.completions", messages=messages, max_tokens=max_new_tokens,
                                   temperature=0.0, stop=list(stop) or None, extra_body=extra or None,
-                                  feature="continue_final_message (continuing a prefilled assistant reply)"
-                                  if continued else None)
+                                  feature=CONTINUE if continued else None)
             text = _field(reply, "choices[0].message.content", lambda r: r.choices[0].message.content)
             return _cut_at_stop(text, stop).strip()
 
@@ -225,15 +238,70 @@ class ServedGenerator:
             fulls.append(full)
 
         def ask(full):
-            reply = self._request("continuation_logprobs", "completions", prompt=full, max_tokens=1,
-                                  temperature=0.0, echo=True, logprobs=1)
-            logprobs = _field(reply, "choices[0].logprobs", lambda r: r.choices[0].logprobs,
-                              feature="echo with logprobs on /v1/completions", operation="continuation_logprobs")
-            return reply_logprob(logprobs.text_offset, logprobs.token_logprobs, heads[full], len(full))
+            self._verified(ECHO, lambda: self._probe_echo(full[:heads[full]]))
+            return self._echoed_logprob(full, heads[full])
 
         params = {"kind": "continuation-logprob"}
         return self._cached_calls(fulls, params, ask, batch_size, progress, desc,
                                   store=json.dumps, load=json.loads, rendered=True)
+
+    def _echoed_logprob(self, full: str, reply_start: int) -> float:
+        """log P(full[reply_start:] | full[:reply_start]) from the server's echoed prompt."""
+        reply = self._request("continuation_logprobs", "completions", prompt=full, max_tokens=1,
+                              temperature=0.0, echo=True, logprobs=1, feature=ECHO)
+        logprobs = _field(reply, "choices[0].logprobs", lambda r: r.choices[0].logprobs,
+                          feature=ECHO, operation="continuation_logprobs")
+        return reply_logprob(logprobs.text_offset, logprobs.token_logprobs, reply_start, len(full))
+
+    def _verified(self, feature: str, probe) -> None:
+        """Run ``probe`` (it raises when the server does not do what ``feature`` asks) once per
+        server, model and feature; concurrent requests wait for the first verdict."""
+        key = (self.spec.path, self.model_name, feature)
+        with _VERIFYING:
+            if key not in _VERIFIED:
+                probe()
+                _VERIFIED[key] = True
+
+    def _probe_continuation(self, messages: list[dict]) -> None:
+        """A server honouring continue_final_message renders the prefilled reply unfinished, so its
+        prompt is shorter than the same messages rendered as a finished turn plus a new one."""
+        def prompt_tokens(continued: bool) -> int:
+            flags = {"continue_final_message": continued, "add_generation_prompt": not continued}
+            reply = self._request("generate", "chat.completions", messages=messages, max_tokens=1, temperature=0.0,
+                                  extra_body=flags, feature=CONTINUE)
+            return _field(reply, "usage.prompt_tokens", lambda r: r.usage.prompt_tokens, feature=CONTINUE,
+                          operation="generate")
+
+        continued, closed = prompt_tokens(True), prompt_tokens(False)
+        if continued >= closed:
+            raise ServerFeatureError(
+                f"the server at {self.spec.path} accepted but ignored {CONTINUE}: with it the prompt had "
+                f"{continued} tokens, as a finished turn {closed}, so the reply would start a new turn "
+                "instead of continuing; generate needs it for prefilled replies — serve the model with vLLM "
+                "or SGLang, or run this role in-process")
+
+    def _probe_echo(self, head: str) -> None:
+        """The server's echoed log-probability of a token must be the one it gave the same token
+        when generating it; a shifted echo, or offsets that skip special tokens, fail here."""
+        reply = self._request("continuation_logprobs", "completions", prompt=head, max_tokens=1,
+                              temperature=0.0, logprobs=1, feature=ECHO)
+        def first_token(r):
+            logprobs = r.choices[0].logprobs
+            return (logprobs.tokens[0], logprobs.token_logprobs[0]) if logprobs.token_logprobs[0] is not None else None
+
+        token, generated = _field(reply, "choices[0].logprobs.token_logprobs[0]", first_token, feature=ECHO,
+                                  operation="continuation_logprobs")
+        try:
+            echoed = self._echoed_logprob(head + token, len(head)) if token.strip() else None
+        except (ValueError, ServerError):
+            echoed = None
+        if echoed is None or not math.isclose(echoed, generated, rel_tol=0.1, abs_tol=0.1):  # bf16 noise, not a shift
+            raise ServerFeatureError(
+                f"the server at {self.spec.path} echoes prompt log-probabilities that disagree with its own: "
+                f"it generated {token!r} at log p {generated:.3f}, and echoed the same prompt and token as "
+                f"{'unreadable (offsets that do not match the prompt)' if echoed is None else f'{echoed:.3f}'}; "
+                "continuation_logprobs needs a correct echo (vLLM's) — serve the model with vLLM, or run this "
+                "role in-process")
 
     def _tokenizer(self):
         try:

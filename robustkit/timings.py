@@ -10,9 +10,9 @@ pairs, from the scale's knobs) into seconds on a GPU from its datasheet: 16-bit 
 FLOP/s and memory bandwidth, at efficiencies the kit assumes for its own code (transformers'
 eager ``generate``, batch 32, one stream): ``PREFILL_MFU`` of peak in prompts and scoring,
 ``DECODE_BANDWIDTH`` of the memory bandwidth plus a per-step launch overhead in decoding,
-``TRAIN_MFU`` in training (the kit's critic loop reached 26% on an H200, measured). None of the
+``TRAIN_MFU`` in training (the kit's critic loop's, on the results page). None of the
 GPU numbers has been measured on that GPU; a device the kit has been timed on is listed in
-``MEASURED`` instead.
+the results page's ``run_times.csv`` (``MEASURED``) instead.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ BATCH = 32  # prompts decoded together (config.SCALES' gen_batch_size)
 PREFILL_MFU = 0.30  # share of peak tensor FLOP/s a forward pass over prompts or pairs reaches (assumed)
 DECODE_BANDWIDTH = 0.60  # share of memory bandwidth a decoding step streams the weights at (assumed)
 STEP_OVERHEAD_S = (0.005, 0.0003)  # a decoding step's fixed cost: 5 ms + 0.3 ms a layer (launches, Python; assumed)
-TRAIN_MFU = 0.25  # the kit's cross-encoder loop: 26% on an H200 for a BERT-base shape (README, measured)
+TRAIN_MFU = 0.25  # the kit's cross-encoder loop on a BERT-base shape (results page: critic training on an H200)
 LORA_MFU = 0.20  # TRL's trainer with LoRA and gradient checkpointing (assumed)
 DOWNLOAD_BYTES_S = 100e6  # a hub download into a fresh Colab session, weights then read once (assumed)
 
@@ -61,13 +61,21 @@ SIZES = {"Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, 0.23e9, 28), "Qwen/Qwen2.5-3B-In
          "cross-encoder/nli-deberta-v3-base": (184e6, 98.4e6, 12),
          "cross-encoder/nli-deberta-v3-large": (435e6, 131e6, 24)}
 
-# Notebook wall times the kit measured, from a cold cache, notebooks run in order:
-# (notebook, scale, device kind) -> (seconds, how it was measured)
-_CI = "CI on a 2-core AVX-512 CPU, clean clone, after the unit tests built some shared stages"
-MEASURED: dict[tuple[str, str, str], tuple[float, str]] = {
-    (notebook, "tiny", "CPU"): (seconds, _CI)
-    for notebook, seconds in zip(("00", "01", "02", "03", "04", "05", "06", "07", "08"),
-                                 (10, 4, 60, 145, 399, 16, 128, 180, 298))}
+def measured_times() -> dict[tuple[str, str, str], tuple[float, str]]:
+    """The wall times the kit measured — the results page's ``run_times.csv`` (figures/ in a
+    checkout, a copy inside an installed package): (what, scale, device kind) -> (seconds, where
+    and how), ``what`` a notebook ("notebook 04") or a command ("run corm --no-llm-rerank")."""
+    import csv
+
+    from robustkit.config import CHECKOUT, PACKAGE_DIR
+
+    path = CHECKOUT / "figures" / "run_times.csv" if CHECKOUT else PACKAGE_DIR / "_data" / "run_times.csv"
+    with open(path, newline="", encoding="utf-8") as handle:
+        return {(row["what"], row["scale"], row["device"]): (float(row["seconds"]), row["measured_on"])
+                for row in csv.DictReader(handle)}
+
+
+MEASURED = measured_times()
 
 
 def estimate_seconds(work, gpu: GPUProfile, size: tuple[float, float, int]) -> float:
@@ -139,7 +147,7 @@ def expected_time(notebook: str, scale: str, card=None) -> str:
     """One line: how long ``notebook`` takes at ``scale`` on ``card`` (a ``device.GPU``, or None
     for this CPU), measured or estimated and labelled so."""
     kind = gpu_kind(card.name) if card else "CPU"
-    measured = MEASURED.get((notebook, scale, kind or "?"))
+    measured = MEASURED.get((f"notebook {notebook}", scale, kind or "?"))
     if measured:
         seconds, how = measured
         return f"about {_duration(seconds)} at {scale} (measured: {how})"

@@ -160,3 +160,43 @@ def test_a_kit_method_reads_with_a_served_reader_as_with_its_own(server, tmp_pat
     local = system(settings("tiny"), "dense").answer(queries)
     assert [a.passage_ids for a in served] == [a.passage_ids for a in local]
     assert [a.text for a in served] == [a.text for a in local]
+
+
+@pytest.mark.slow
+def test_a_server_that_ignores_what_it_is_asked_is_refused_and_the_rest_agrees(mini_reader_prompts):
+    """llama-cpp-python's server accepts continue_final_message and echo + logprobs but ignores the
+    first and shifts the second (abetlen/llama-cpp-python#1983): the kit's probes refuse both by
+    name, and what the server does support agrees with the in-process model within the distance
+    between llama.cpp's Q4_1 kernels and the kit's fp32 copy of the same GGUF. Needs an interpreter
+    with ``llama-cpp-python[server]`` in $ROBUSTKIT_TEST_LLAMA_CPP_PYTHON (it compiles llama.cpp,
+    minutes that CI's set-up does not spend)."""
+    import os
+
+    from robustkit.loopback import llama_cpp_serve
+    from pathlib import Path
+
+    from robustkit.weights import weights_dir
+
+    python = os.environ.get("ROBUSTKIT_TEST_LLAMA_CPP_PYTHON")
+    if not python:
+        pytest.skip("set ROBUSTKIT_TEST_LLAMA_CPP_PYTHON to a Python with llama-cpp-python[server]")
+    spec = resolve_model("generator", "tiny", verbose=False)
+    with llama_cpp_serve(python, str(Path(spec.path) / spec.gguf_file), weights_dir(spec, "float32")) as choice:
+        served = Generator("generator", with_overrides("tiny", models={"generator": choice}), cache=False)
+        with pytest.raises(ServerFeatureError, match=r"ignored continue_final_message.*generate"):
+            served.generate([[{"role": "user", "content": "Who wrote Hamlet?"},
+                              {"role": "assistant", "content": "The author of Hamlet is"}]])
+        with pytest.raises(ServerFeatureError, match=r"echoes prompt log-probabilities that disagree.*continuation"):
+            served.continuation_logprobs(["What is the capital of France?"], ["Paris"])
+        local = Generator("generator", "tiny", cache=False)
+        questions = [f"{p}\nAnswer yes or no." for p in mini_reader_prompts]
+        pairs = zip(served.option_probabilities(questions), local.option_probabilities(questions))
+        # an option outside the server's top 20 tokens gets 0 (counted); the others compare
+        far = [abs(a[0] - b[0]) for a, b in pairs if 0 < a[0] < 1]
+        assert len(far) >= 3 and max(far) < 0.1, far
+        answers = served.generate(mini_reader_prompts, max_new_tokens=16)
+        same = sum(a == b for a, b in zip(answers, local.generate(mini_reader_prompts, max_new_tokens=16)))
+        print(f"llama.cpp (Q4_1) and in-process fp32: {same} of {len(answers)} greedy answers equal; "
+              f"P(yes) differs by at most {max(far):.3f} on {len(far)} prompts, {served.options_missing} "
+              "options outside the top 20")
+        assert all(answers)

@@ -10,6 +10,7 @@ import time
 
 import pandas as pd
 
+from robustkit import timings
 from robustkit.corm import experiments as ex
 from robustkit.corm import figures
 from robustkit.corm.config import CormConfig, settings
@@ -17,11 +18,6 @@ from robustkit.corm.pipeline import CRITIC_VARIANTS, run_dir, train_questions
 from robustkit.device import cpu_info
 from robustkit.plots import figure_suffix
 
-# Wall time of this command with a cold cache (fp32), measured, by (scale, with LLM-rerank), and
-# on which 2-core CPU: what the start-up line tells a user to expect. Small took 95 min on AVX2
-# before the warm start; with it, it has been timed on AVX-512 only.
-MEASURED_MINUTES = {("tiny", False): (10, "AVX2"), ("tiny", True): (10, "AVX2"),
-                    ("small", False): (60, "AVX-512")}
 
 
 def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.DataFrame:
@@ -31,17 +27,16 @@ def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.
     cfg = settings(cfg)
     names = [n for n in ex.METHOD_LABELS if llm_rerank or n != "llm-rerank"]
     queries = ex.test_queries(cfg)
-    expected, isa = MEASURED_MINUTES.get((cfg.scale.name, llm_rerank), (None, None))
+    measured = timings.MEASURED.get((f"run corm{'' if llm_rerank else ' --no-llm-rerank'}", cfg.scale.name, "CPU"))
     print(f"[robustkit] CoRM-RAG at scale {cfg.scale.name!r} (artifacts in {run_dir(cfg)}):\n"
           f"  perturb {len(train_questions(cfg))} training questions (K={cfg.k_perturbations}), label "
           f"their candidates (M={cfg.m_candidates}) with the teacher, train the warm start and "
           f"{sum(n in CRITIC_VARIANTS for n in names)} critics, then answer "
           f"{len(queries)} test queries with {len(names)} methods (M={cfg.m_inference}, "
-          f"C={cfg.context_size}){'' if llm_rerank else '; LLM-rerank left out'}.\n  " + (f"About {expected} min with a cold cache on a 2-core "
-                                             f"{isa} CPU (this one: {cpu_info()['model']}, "
-                                             f"{cpu_info()['isa']}); "
-                                             "finished stages are reused." if expected else
-                                             "Finished stages are reused."), flush=True)
+          f"C={cfg.context_size}){'' if llm_rerank else '; LLM-rerank left out'}.\n  "
+          + (f"About {measured[0] / 60:.0f} min measured on {measured[1]} (this CPU: {cpu_info()['model']}, "
+             f"{cpu_info()['isa']}); finished stages are reused." if measured else "Finished stages are reused."),
+          flush=True)
     results = ex.run_methods(cfg, names, queries)  # staged per method under runs/<scale>/corm/results/
     table = ex.table1(results, ex.rerank_latency(cfg, names, list(queries["query"][:4])))
     curves, coverage = ex.risk_coverage_table(results)

@@ -59,10 +59,10 @@ class Recipe:
                 f"-e{self.epochs}-lr{self.lr:g}-b{self.batch_groups}")
 
 
-# Measured at tiny (2-core AVX2): data/mini's 104 training questions, 2 epochs at 3e-4 (126 s) lift
-# a cross-encoder's R@1 on the biased test queries from the 0.33 of 5e-5 on 300 NQ-open questions
-# to 0.79, above dense's 0.52; 300 NQ-open questions for 1 epoch at 3e-4 reach 0.76, which keeps
-# small's training to minutes. Colab and paper learn from every NQ-open oracle training question.
+# tiny learns from data/mini's training questions at a high rate (3e-4): a low one (5e-5) left the
+# cross-encoder below dense retrieval on biased queries; small takes 300 NQ-open training questions,
+# one epoch, enough to pass dense there and keep training to minutes on a CPU (the results page has
+# the recall each reached). Colab and paper learn from every NQ-open oracle training question.
 RECIPES: dict[str, Recipe] = {
     "tiny": Recipe("mini", 0, 10, 4, 2, 3e-4, 8),
     "small": Recipe("nq_open_oracle", 300, 10, 6, 1, 3e-4, 16),
