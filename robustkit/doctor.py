@@ -53,6 +53,7 @@ RETRIEVAL_QUESTIONS, RETRIEVAL_K, MIN_RECALL = 10, 5, 0.5  # a broken index or e
 GENERATOR_QUESTIONS = 3
 METHOD_QUESTIONS = 2  # test questions each method answers
 CORM_TRAIN = 2  # the fewest that split into a training and a validation question
+CORM_K = 2  # perturbations per training question: labels average over more than one
 NLI_PAIRS, NLI_DEV_PAIRS = 320, 100  # 20 steps: tiny's NLI training path, not its 3,000-pair adjudicator
 ALIGNRAG_TRAIN = 2  # one LoRA step at tiny's batch of 2 (a CPU step takes seconds)
 
@@ -246,9 +247,12 @@ def check_corm(scale: Scale) -> Outcome:
     from robustkit.corm import experiments, pipeline, settings
 
     _require_mirror(f"the {scale.dataset} data", scale.dataset != "mini")
-    # sizes shrunk; K, M, N and C as the scale sets them; no relevance warm start (~2 min at tiny)
-    cfg = settings(with_overrides(scale, n_train_questions=CORM_TRAIN, n_test_questions=METHOD_QUESTIONS),
-                   epochs=1, warm_start=False)
+    # sizes shrunk — K to CORM_K and the labelled candidates M to a group's N + 1 (labelling is the
+    # check's cost: K·M teacher calls a question); N, Algorithm 1's M and C as the scale sets them;
+    # no relevance warm start (minutes at tiny)
+    base = settings(with_overrides(scale, n_train_questions=CORM_TRAIN, n_test_questions=METHOD_QUESTIONS))
+    cfg = base.replace(epochs=1, warm_start=False, k_perturbations=min(base.k_perturbations, CORM_K),
+                       m_candidates=min(base.m_candidates, base.n_negatives + 1))
     reader = resources.generator_for(cfg.scale)
     calls = _Calls(reader, resources.generator_for(cfg.scale, "teacher"),
                    resources.generator_for(cfg.scale, "adversary", system_prompt=None))
@@ -267,7 +271,7 @@ def check_corm(scale: Scale) -> Outcome:
                    f"M={cfg.m_candidates} (labels) / {cfg.m_inference} (Algorithm 1), N={cfg.n_negatives}, "
                    f"C={cfg.context_size}; {sources['llm']} adversary rewrites + {sources['template']} templates, "
                    f"{len(pipeline.labels(cfg))} candidates labelled; critic 1 epoch on {len(train_groups)} groups "
-                   f"from {pipeline.critic_start(cfg)[1]} (no warm start: ~2 min at tiny), validation NDCG@3 "
+                   f"from {pipeline.critic_start(cfg)[1]} (no warm start), validation NDCG@3 "
                    f"{validation['ndcg@3']:.2f}; Algorithm 1 at "
                    f"γ={gamma:.3f} (50% validation coverage): {len(answers)} clean and biased queries, {abstained} "
                    "abstained", reader.device, reader.dtype, calls.counts())
