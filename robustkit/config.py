@@ -1,6 +1,6 @@
 """Scales, paths, seeding, knob checks and the progress switch: what every part of the kit shares.
 
-One switch, the *scale*, decides data sizes and models (the README's "Scales, machines, dtype").
+One switch, the *scale*, decides data sizes and models (the README's "What each scale can show").
 Notebooks read it from ``ROBUSTKIT_SCALE``; without it a GPU means ``colab`` and a CPU ``tiny``.
 A ``Scale`` holds only what every method shares (data, question counts, batch size, seed, the
 user's model choices); each method keeps its own knobs in its folder's ``config.py`` with

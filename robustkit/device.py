@@ -83,7 +83,8 @@ def model_dtype(device: str, card: GPU | None = None) -> tuple[str, str]:
     ``$ROBUSTKIT_DTYPE`` overrides (refused where the device cannot run it). Otherwise fp32 on
     *every* CPU: without native bf16 (AVX2-only CPUs) bf16 matmuls are several times slower than
     fp32, with it (AVX-512 BF16) not twice as fast, and one CPU dtype keeps a tiny run's answers the
-    same whichever kind of CPU produced them (the results page's "The CPU dtype"). On a GPU: bf16 where it is native, else fp16.
+    same whichever kind of CPU produced them (the results page's "The CPU dtype"). On a GPU: bf16
+    where it is native, else fp16.
     """
     card = card or (gpu() if device.startswith("cuda") else None)
     chosen = os.environ.get("ROBUSTKIT_DTYPE", "").strip()
@@ -134,7 +135,8 @@ def cpu_info() -> dict:
     """The CPU's model name, widest vector ISA and whether it has native bf16 (Linux; else '?').
 
     An ``$ATEN_CPU_CAPABILITY`` below AVX-512 caps the answer: torch then runs AVX2 (or plain)
-    kernels, which is how an AVX-512 machine stands in for an AVX2-only one (README, CPU dtype).
+    kernels, which is how an AVX-512 machine stands in for an AVX2-only one (the results page,
+    "The CPU dtype").
     """
     text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     return parse_cpuinfo(text, os.environ.get("ATEN_CPU_CAPABILITY", ""))

@@ -1,6 +1,7 @@
 """Servers on this machine's loopback, for as long as a ``with`` block runs: `transformers serve`
 over a model folder or llama-cpp-python's server over a GGUF file (served generators on a CPU),
-or any server command such as ``python -m robustkit serve``. The loopback tests and the benchmark start theirs this way."""
+or any server command such as ``python -m robustkit serve``. The loopback tests and the benchmark
+start theirs this way."""
 from __future__ import annotations
 
 import contextlib

@@ -176,7 +176,7 @@ def _hub_spec(role: str, hub_id: str) -> ModelSpec:
         f"{role} model {hub_id!r} is on the hub only and this machine is offline; download it once "
         f"online (it is then read from the HF cache), point ROBUSTKIT_MODEL_{role.upper()} at a local "
         f"folder, or use ROBUSTKIT_SCALE=tiny, whose offline models are described in the README "
-        f"(\"Scales, machines, dtype\")")
+        f"(\"What each scale can show\")")
 
 
 def _shipped_spec(role: str, hub_id: str) -> ModelSpec:

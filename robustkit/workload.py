@@ -85,7 +85,7 @@ RATES = {
                  kept=1.31, none=0.05,  # Self-RAG passages kept per question: 5.667 calls = 3 + 2·kept + none
                  crag_redo=0.528, falsified=0.639,  # CRAG: 1.528 calls a question, FVA 2.639 (notebook 05)
                  cr_revise=0.73),  # P(REVISE) over the threshold: 3.5 / 3.375 / 3.5 calls (notebook 06)
-    "small": dict(attempts=57 / 24, s_pos=0.035, f_pos=0.40,  # README: 96.5% of labels s = 0; 60 of 100 no positive
+    "small": dict(attempts=57 / 24, s_pos=0.035, f_pos=0.40,  # results page: 96.5% of labels s = 0; 60 of 100 no positive
                   kept=1.70, none=0.05, crag_redo=0.471, falsified=0.660,  # figures/fva_cost_small.csv
                   cr_revise=0.60),  # counterrefine_table4_small.csv: REVISE proposed 70/74/68 and 56/44/48%
 }

@@ -1,4 +1,4 @@
-"""Training throughput of the Evidence Critic's loop, on a GPU or this CPU (README, Performance).
+"""Training throughput of the Evidence Critic's loop, on a GPU or this CPU (results page: Performance).
 
 ``python -m robustkit.corm bench --groups G --init I --shapes minilm,base,large`` times the kit's
 own loop — real groups, pre-tokenised and dynamically padded, the hybrid loss, fused AdamW, mixed precision
