@@ -285,6 +285,7 @@ class ServedGenerator:
         when generating it; a shifted echo, or offsets that skip special tokens, fail here."""
         reply = self._request("continuation_logprobs", "completions", prompt=head, max_tokens=1,
                               temperature=0.0, logprobs=1, feature=ECHO)
+
         def first_token(r):
             logprobs = r.choices[0].logprobs
             return (logprobs.tokens[0], logprobs.token_logprobs[0]) if logprobs.token_logprobs[0] is not None else None
@@ -293,13 +294,15 @@ class ServedGenerator:
                                   operation="continuation_logprobs")
         try:
             echoed = self._echoed_logprob(head + token, len(head)) if token.strip() else None
-        except (ValueError, ServerError):
+        except ServerFeatureError:
+            raise
+        except (ValueError, ServerError):  # no echoed token starts where the generated one does
             echoed = None
         if echoed is None or not math.isclose(echoed, generated, rel_tol=0.1, abs_tol=0.1):  # bf16 noise, not a shift
             raise ServerFeatureError(
                 f"the server at {self.spec.path} echoes prompt log-probabilities that disagree with its own: "
                 f"it generated {token!r} at log p {generated:.3f}, and echoed the same prompt and token as "
-                f"{'unreadable (offsets that do not match the prompt)' if echoed is None else f'{echoed:.3f}'}; "
+                f"{'unreadable (no echoed token starts where it does)' if echoed is None else f'{echoed:.3f}'}; "
                 "continuation_logprobs needs a correct echo (vLLM's) — serve the model with vLLM, or run this "
                 "role in-process")
 
