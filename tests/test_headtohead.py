@@ -128,28 +128,34 @@ def test_composition_tests_each_composed_method_against_itself_alone():
 
 
 def test_by_set_scores_each_sets_methods_and_says_why_the_others_did_not_run():
-    """Two sets: on "two-hop" dense gets q1 right, alignrag q1 and q2; on "misconceptions" dense and
-    fva-rag each get one of two questions right, different ones. Every other method is a
-    'not run' row with its reason, none with a number."""
+    """Two sets: on the two-hop questions read by AlignRAG's reader dense gets q1 right, alignrag q1
+    and q2; on "misconceptions" dense and fva-rag each get one of two questions right, different
+    ones. Every other method is a 'not run' row with its reason, none with a number."""
+    from robustkit.headtohead.pipeline import TWO_HOP_ALIGNRAG, TWO_HOP_COUNTERREFINE
+
     rows = []
-    right = {("two-hop", "dense"): {"q1"}, ("two-hop", "alignrag"): {"q1", "q2"},
+    right = {(TWO_HOP_ALIGNRAG, "dense"): {"q1"}, (TWO_HOP_ALIGNRAG, "alignrag"): {"q1", "q2"},
              ("misconceptions", "dense"): {"m1"}, ("misconceptions", "fva-rag"): {"m2"}}
     for (name, method), correct in right.items():
-        for q in (("q1", "q2") if name == "two-hop" else ("m1", "m2")):
+        for q in (("q1", "q2") if name == TWO_HOP_ALIGNRAG else ("m1", "m2")):
             rows.append({"set": name, "method": method, "question_id": q, "correct": float(q in correct),
                          "model_calls": 5 if method == "alignrag" else 1})
-    table = ex.by_set(pd.DataFrame(rows), ["dense", "fva-rag", "alignrag", "corm"]).set_index(["set", "method"])
-    assert table.loc[("two-hop", "alignrag"), "accuracy"] == 100
-    assert table.loc[("two-hop", "alignrag"), "only it right"] == 1
-    assert table.loc[("two-hop", "alignrag"), "only dense right"] == 0
-    assert table.loc[("two-hop", "alignrag"), "model calls / question"] == 5
+    table = ex.by_set(pd.DataFrame(rows), ["dense", "fva-rag", "alignrag", "counterrefine", "corm"])
+    table = table.set_index(["set", "method"])
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "accuracy"] == 100
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "only it right"] == 1
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "only dense right"] == 0
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "model calls / question"] == 5
     assert table.loc[("misconceptions", "fva-rag"), "accuracy"] == 50
     assert table.loc[("misconceptions", "fva-rag"), "p"] == 1  # one discordant question each way
     assert (table["comparisons"] == 2).all()
     not_run = table[table["not run"].notna()]
     assert not_run["accuracy"].isna().all()
-    assert ("two-hop", "fva-rag") in not_run.index and ("misconceptions", "alignrag") in not_run.index
-    assert "misconception" in table.loc[("two-hop", "fva-rag"), "not run"]
+    assert (TWO_HOP_ALIGNRAG, "fva-rag") in not_run.index and ("misconceptions", "alignrag") in not_run.index
+    assert "misconception" in table.loc[(TWO_HOP_ALIGNRAG, "fva-rag"), "not run"]
+    # on the other reader's set a method says where it ran, not that it was never built for two hops
+    assert TWO_HOP_COUNTERREFINE in table.loc[(TWO_HOP_ALIGNRAG, "counterrefine"), "not run"]
+    assert "built for this set" in table.loc[(TWO_HOP_COUNTERREFINE, "counterrefine"), "not run"]
     # the debunking set has no rows at all: every method says why instead of leaving a hole
     assert table.loc["misconceptions + debunking"]["not run"].notna().all()
 

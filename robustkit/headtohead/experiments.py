@@ -146,7 +146,8 @@ def by_set(built: pd.DataFrame, methods) -> pd.DataFrame:
             frame = part[part["method"] == method]
             if frame.empty:
                 missing = "built for this set, but no results were given" if method in BUILT_FOR[name] else None
-                rows.append({**row, "not run": missing or NOT_RUN.get(method, "not built for this set")})
+                rows.append({**row, "not run": missing or NOT_RUN.get((name, method))
+                             or NOT_RUN.get(method, "not built for this set")})
                 continue
             low, high = cluster_bootstrap_ci(frame["correct"].to_numpy(float), frame["question_id"].to_numpy())
             row.update({"questions": frame["question_id"].nunique(), "accuracy": 100 * frame["correct"].mean(),
