@@ -125,6 +125,16 @@ SCALES: dict[str, Scale] = {
 }
 
 
+def knob_table(cfg):
+    """A method's config as a notebook shows it: one row per knob and its value, the scale and its
+    seed first (a pandas DataFrame indexed by knob) — rather than the config's one-line repr."""
+    import pandas as pd
+
+    rows = [("scale", cfg.scale.name), ("seed", cfg.scale.seed)]
+    rows += [(f.name, getattr(cfg, f.name)) for f in fields(cfg) if f.name != "scale"]
+    return pd.DataFrame(rows, columns=["knob", "value"]).set_index("knob")
+
+
 def get_scale(name: str | Scale | None = None) -> Scale:
     """Return the scale called ``name``, else ``$ROBUSTKIT_SCALE``, else colab on GPU / tiny.
 
