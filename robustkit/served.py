@@ -179,9 +179,9 @@ class ServedGenerator:
             continued = messages[-1]["role"] == "assistant"
             if continued:
                 self._verified(CONTINUE, lambda: self._probe_continuation(messages))
-            extra = {"continue_final_message": True, "add_generation_prompt": False} if continued else {}
             reply = self._request("generate", "chat.completions", messages=messages, max_tokens=max_new_tokens,
-                                  temperature=0.0, stop=list(stop) or None, extra_body=extra or None,
+                                  temperature=0.0, stop=list(stop) or None,
+                                  extra_body=_continuation_flags(True) if continued else None,
                                   feature=CONTINUE if continued else None)
             text = _field(reply, "choices[0].message.content", lambda r: r.choices[0].message.content)
             return _cut_at_stop(text, stop).strip()
@@ -266,9 +266,8 @@ class ServedGenerator:
         """A server honouring continue_final_message renders the prefilled reply unfinished, so its
         prompt is shorter than the same messages rendered as a finished turn plus a new one."""
         def prompt_tokens(continued: bool) -> int:
-            flags = {"continue_final_message": continued, "add_generation_prompt": not continued}
             reply = self._request("generate", "chat.completions", messages=messages, max_tokens=1, temperature=0.0,
-                                  extra_body=flags, feature=CONTINUE)
+                                  extra_body=_continuation_flags(continued), feature=CONTINUE)
             return _field(reply, "usage.prompt_tokens", lambda r: r.usage.prompt_tokens, feature=CONTINUE,
                           operation="generate")
 
@@ -365,6 +364,11 @@ class ServedGenerator:
                     announce_long_work(f"{desc} ({self.model_id})", len(part), len(todo),
                                        time.perf_counter() - started, "prompts")
         return [done[k] for k in keys]
+
+
+def _continuation_flags(continued: bool) -> dict:
+    """vLLM's chat-template flags: continue the final (assistant) message, or close it and open a new turn."""
+    return {"continue_final_message": continued, "add_generation_prompt": not continued}
 
 
 def _field(reply, name: str, read, *, feature: str | None = None, operation: str | None = None):
