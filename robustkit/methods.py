@@ -195,3 +195,18 @@ def answers_table(answers: Sequence[Answer]) -> pd.DataFrame:
         row["answer"] = row.pop("text")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def trace_table(answer: Answer, steps: Sequence[str]) -> pd.DataFrame:
+    """``steps`` of an answer's trace as a two-column table to read top to bottom: one row per
+    step, a list step one row per item (``kill_queries [1]``, ``[2]`` …), scores rounded."""
+    if missing := [s for s in steps if s not in answer.trace]:
+        raise KeyError(f"{answer.method}'s trace has no step {missing}; its steps are {list(answer.trace)}")
+    rows = []
+    for step in steps:
+        value = answer.trace[step]
+        listed = isinstance(value, (list, tuple)) and len(value) > 0
+        for i, item in enumerate(value if listed else [value], 1):
+            label = f"{step} [{i}]" if listed else step
+            rows.append({"step": label, "value": round(item, 3) if isinstance(item, float) else item})
+    return pd.DataFrame(rows).set_index("step")

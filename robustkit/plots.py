@@ -10,6 +10,7 @@ import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -18,6 +19,8 @@ from robustkit.config import figures_dir
 
 PALETTE = {"clean": "#4C72B0", "biased": "#DD8452"}
 KIT, PAPER = "#4C72B0", "#999999"  # the kit's own numbers, and a paper's published ones
+_GAP_TITLES = {"premise@1": "premise@1: a premise passage ranked 1st",
+               "gold@1": "gold@1: a gold passage ranked 1st", "correct": "correct: the reader's answer"}
 
 
 def set_style(inline: bool = False) -> None:
@@ -60,22 +63,63 @@ def save_table(table: pd.DataFrame, name: str) -> Path:
     return out
 
 
-def plot_gap(table: pd.DataFrame, *, scale: str, name: str | None = "gap_mini"):
-    """Premise-matching passage at rank 1 and reader accuracy, clean vs biased, per type.
+def plot_gap(table: pd.DataFrame, *, scale: str, paper: pd.DataFrame | None = None, name: str | None = "gap_mini"):
+    """Premise-matching passage at rank 1, gold at rank 1 and reader accuracy, clean vs biased,
+    per bias type: bars with 95% CIs over questions, and with ``paper`` (``corm.paper.TABLE1``:
+    CoRM-RAG's Table 1, Biased-NQ) its published biased accuracy of the same retriever as a
+    labelled line on the accuracy panel.
 
-    ``table`` is ``relevance_robustness_gap``'s output (one row per question, type, condition).
+    ``table`` is ``gap.relevance_robustness_gap``'s output (one row per question, type,
+    condition); ``gap.gap_rates`` summarises it, and its table (kit and paper rows, ``source``
+    column) is what is drawn and saved.
     """
+    from robustkit.gap import gap_rates
+
+    rates = gap_rates(table, paper=paper)
     set_style()
-    metrics = [m for m in ("premise@1", "gold@1", "correct") if m in table.columns]
-    long = (table.groupby(["type", "condition"])[metrics].mean().reset_index()
-            .melt(id_vars=["type", "condition"], var_name="metric", value_name="rate"))
-    grid = sns.catplot(data=long, x="type", y="rate", hue="condition", col="metric", kind="bar",
-                       hue_order=["clean", "biased"], palette=PALETTE, height=3.2, aspect=1.1, sharey=True)
-    grid.set_titles("{col_name}")
-    grid.set_xticklabels(rotation=20)
-    n = table["question_id"].nunique()
-    grid.figure.suptitle(f"Biased rewrites pull similarity retrieval to premise evidence "
-                         f"(scale {scale}, n={n} questions)", y=1.04)
+    kit, published = rates[rates["source"] == "kit"], rates[rates["source"] == "paper"]
+    metrics, types = list(dict.fromkeys(kit["metric"])), sorted(kit["type"].unique())
+    retriever = kit["retriever"].iloc[0]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.6), sharey=True, squeeze=False)
+    width, x = 0.38, np.arange(len(types))
+    for ax, metric in zip(axes[0], metrics):
+        for j, condition in enumerate(("clean", "biased")):
+            rows = kit[(kit["metric"] == metric) & (kit["condition"] == condition)].set_index("type").reindex(types)
+            xs = x + (j - 0.5) * width
+            ax.bar(xs, rows["rate"], width, color=PALETTE[condition], label=condition)
+            ax.errorbar(xs, rows["rate"], yerr=[rows["rate"] - rows["CI low"], rows["CI high"] - rows["rate"]],
+                        fmt="none", ecolor="black", capsize=3, lw=1)
+        if metric == "correct" and paper is not None:
+            _paper_line(ax, published, retriever)
+        ax.set_xticks(x, [t.replace("_", "\n") for t in types], fontsize=9)
+        ax.set(ylim=(0, 1.05))
+        ax.set_title(_GAP_TITLES.get(metric, metric), fontsize=10)
+    axes[0][0].set_ylabel("rate (share of questions)")
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("paper"))  # the kit's first
+    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper center",
+               bbox_to_anchor=(0.5, 0.0), ncol=len(handles), fontsize=8, frameon=False)
+    fig.suptitle(f"Biased rewrites pull similarity retrieval to premise evidence"
+                 f"{f' ({retriever} retriever)' if retriever else ''}\n"
+                 f"bars: 95% bootstrap CIs over questions (scale {scale}, n = {int(kit['n'].max())} questions)",
+                 fontsize=10)
+    fig.tight_layout()
     if name:
-        save(grid.figure, name, long)
-    return grid.figure
+        save(fig, name, rates)
+    return fig
+
+
+def _paper_line(ax, published: pd.DataFrame, retriever) -> None:
+    """The paper's biased accuracy (all bias types pooled) as a dashed line across the panel,
+    or a note that it has none for this retriever."""
+    if published.empty:
+        what = f"the {retriever} retriever" if retriever else "this retriever"
+        ax.text(0.02, 0.97, f"paper: no value for {what}", transform=ax.transAxes, va="top", fontsize=7,
+                color="dimgray", bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        return
+    row = published.iloc[0]
+    ax.axhline(row["rate"], color="dimgray", ls="--", lw=1.6, zorder=3,
+               label=f"paper: {row['paper method']}, biased, Biased-NQ {100 * row['rate']:.1f}% (all types pooled)")
+    # the number beside the axis, where no bar or error bar can sit under it
+    ax.annotate(f"paper\n{100 * row['rate']:.1f}%", (1.01, row["rate"]), xycoords=ax.get_yaxis_transform(),
+                va="center", fontsize=7, color="dimgray")

@@ -1,8 +1,22 @@
-"""ipywidgets explorers: where moving a slider or picking a question beats re-running a cell
-(notebooks 04, 05 and 06)."""
+"""Notebook views: ipywidgets explorers, where moving a slider or picking a question beats
+re-running a cell (notebooks 04-08), and ``print_records`` for rows too wide for a table."""
 from __future__ import annotations
 
+import textwrap
+from typing import Sequence
+
 import pandas as pd
+
+
+def print_records(frame: pd.DataFrame, columns: Sequence[str] | None = None, title: str | None = None,
+                  width: int = 100) -> None:
+    """Each row of ``frame`` as a block of wrapped ``column: value`` lines — for rows of long text
+    (critiques, rationales) that a table would squeeze into a few hundred characters' width.
+    ``title`` names a column whose value heads each block."""
+    for number, (_, row) in enumerate(frame.iterrows(), 1):
+        print(f"--- {number}" + (f": {row[title]}" if title else ""))
+        for column in columns or [c for c in frame.columns if c != title]:
+            print(textwrap.fill(f"{column}: {row[column]}", width, subsequent_indent="    "))
 
 
 def gamma_explorer(results: pd.DataFrame, method: str = "corm", condition: str = "biased"):

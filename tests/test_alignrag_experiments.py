@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.collections import PathCollection  # noqa: E402
 
 from robustkit.alignrag import experiments as ex, figures  # noqa: E402
 
@@ -223,6 +224,7 @@ def test_figures_save_exactly_what_they_plot(results, tmp_path, monkeypatch):
         assert "scale tiny" in (fig._suptitle.get_text() if fig._suptitle else fig.axes[0].get_title())
         plt.close(fig)
     assert len(pd.read_csv(tmp_path / "alignrag_fig3_iterations.csv")) == 2 * 2 * 3
+    assert set(pd.read_csv(tmp_path / "alignrag_fig2_ood.csv")["source"]) == {"kit", "paper"}
     assert set(pd.read_csv(tmp_path / "alignrag_table1.csv")["source"]) == {"kit", "paper"}
     plt.close(figures.plot_ablation(ex.ablation(results), "tiny", name=None))
     assert len(list(tmp_path.iterdir())) == 2 * len(drawn)
@@ -230,3 +232,23 @@ def test_figures_save_exactly_what_they_plot(results, tmp_path, monkeypatch):
         figures.plot_iterations(ex.iterations(results).drop(columns=["CI low", "CI high"]), "tiny", name=None)
     with pytest.raises(ValueError, match="unknown critic"):
         figures.plot_training_curves(curves.replace({"critic": {"cpo": "dpo"}}), "tiny", name=None)
+
+
+def test_figures_without_paper_values_say_so_and_draw_no_diamond(results):
+    """paper.py has no values for Figs. 3, 4 and 6: each legend says so, and no ◆ is drawn;
+    Table 1 and Fig. 2, which have them, carry no such note."""
+    for figure, fig in (("Fig. 3", figures.plot_iterations(ex.iterations(results), "tiny", name=None)),
+                        ("Fig. 4", figures.plot_informative(ex.informative_vs_noisy(results), "tiny", name=None)),
+                        ("Fig. 6", figures.plot_ablation(ex.ablation(results), "tiny", name=None))):
+        legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+        assert legend[-1] == figures.NO_PAPER_VALUES.format(figure) == \
+            f"paper: no published values\nfor {figure} in paper.py — none drawn"
+        assert not [c for ax in fig.axes for c in ax.collections if isinstance(c, PathCollection)]  # no ◆
+        assert not [t for ax in fig.axes for t in ax.texts]  # no paper number printed either
+        plt.close(fig)
+    for fig in (figures.plot_table1(ex.table1(results), "tiny", name=None),
+                figures.plot_ood_drop(ex.ood_drop(results), "tiny", name=None)):
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert not [t for t in legend if "no published values" in t] and any(t.startswith("paper") for t in legend)
+        assert [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
+        plt.close(fig)

@@ -278,3 +278,48 @@ def test_diagnostics_say_whether_the_score_finds_false_drafts_and_what_revising_
     assert row["falsified if true (%)"] == 0.0  # q3 clears τ but has no anti-context
     assert row["AUC false vs true draft"] == 0.75  # pairs: 0.9>0.2, 0.9>0.7, 0.6>0.2, 0.6<0.7
     assert (row["revising all: fixed"], row["revising all: broken"]) == (1, 1)
+
+
+def test_table2_figure_saves_what_it_draws_and_numbers_each_paper_diamond(tmp_path, monkeypatch):
+    """Each paper ◆ sits at paper.py's value and has that number printed at its x in the strip above
+    100, clear of every kit bar and CI; the CSV is the table drawn (kit and paper rows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from matplotlib.collections import PathCollection
+
+    from robustkit.fva import paper
+    from robustkit.fva.experiments import table2
+    from robustkit.fva.figures import COLUMNS, TOP, plot_table2
+
+    monkeypatch.setenv("ROBUSTKIT_FIGURES", str(tmp_path))
+    rng = np.random.default_rng(0)
+    results = pd.DataFrame([{"dataset": dataset, "method": method, "cache": cache, "question_id": f"q{i}",
+                             "correct": float(rng.random() < 0.5), "correct (embedding)": 0.0, "informative": 1.0,
+                             "intervened": bool(rng.random() < 0.5) if method in ("crag", "fva-rag") else None,
+                             "retrieval_calls": 1, "model_calls": 1}
+                            for dataset in ("mini", "truthfulqa")
+                            for method in ("vanilla", "self-rag", "crag", "fva-rag")
+                            for cache in ("A", "B") for i in range(8)])
+    table = table2(results)
+    fig = plot_table2(table, scale="tiny", name="t2")
+    saved = pd.read_csv(tmp_path / "t2.csv")
+    pd.testing.assert_frame_equal(saved, table[COLUMNS].reset_index(drop=True), check_dtype=False)
+    kit = saved[saved["source"] == "kit"]
+    assert ((kit["CI low"] <= kit["accuracy"]) & (kit["accuracy"] <= kit["CI high"])).all()
+    assert saved[saved["source"] == "paper"][["method", "cache", "accuracy"]].values.tolist() == \
+        paper.TABLE2[["method", "cache", "accuracy"]].values.tolist()
+    accuracy_ax, rate_ax = fig.axes[1], fig.axes[3]  # truthfulqa's column: top, bottom
+    for ax, metric in ((accuracy_ax, "accuracy"), (rate_ax, "intervention rate")):
+        diamonds = [xy for c in ax.collections if isinstance(c, PathCollection) for xy in c.get_offsets()]
+        numbers = {round(t.xy[0], 6): t for t in ax.texts}
+        assert sorted(y for _, y in diamonds) == sorted(paper.TABLE2[metric].dropna())
+        assert len(numbers) == len(diamonds)
+        for x, y in diamonds:  # each ◆'s own number, as paper.py has it, above the panel's bars
+            text = numbers[round(x, 6)]
+            assert text.get_text() == f"{y:g}" and text.xy[1] == 100
+        assert max(p.get_height() for p in ax.patches) <= 100 and ax.get_ylim() == (0, TOP)
+    assert not fig.axes[0].texts and not fig.axes[2].texts  # mini: the paper reports none
+    plt.close(fig)

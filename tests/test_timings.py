@@ -1,5 +1,8 @@
 """How long a notebook takes: estimates from the workload and a GPU's datasheet, labelled so;
 the colab scale sized for a Colab session."""
+import re
+from pathlib import Path
+
 import pytest
 
 from robustkit import config, timings
@@ -41,3 +44,13 @@ def test_the_expected_time_says_whether_it_was_measured_or_estimated(monkeypatch
     seconds, how = timings.MEASURED[("notebook 00", "tiny", "CPU")]  # the results page's run_times.csv
     assert timings.expected_time("00", "tiny") == f"about {seconds:.0f} s at tiny (measured: {how})"
     assert "no measured time at small on a CPU" in timings.expected_time("00", "small")
+
+
+def test_the_readmes_notebook_table_shows_the_measured_cpu_times():
+    """The README's tiny column is run_times.csv's, so a new CI measurement cannot leave it stale."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    shown = dict(re.findall(r"^\| (0\d) \| \[.*?\]\(notebooks/.*?\) \| .*? \| ([^|]+?) \| [^|]+ \|$", readme, re.M))
+    assert len(shown) == 9, shown
+    for notebook, text in shown.items():
+        seconds, _ = timings.MEASURED[(f"notebook {notebook}", "tiny", "CPU")]
+        assert text == (f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min"), notebook

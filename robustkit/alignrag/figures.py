@@ -2,13 +2,15 @@
 critique round), Fig. 4 (informative vs noisy retrieval), Fig. 6 (critic ablation) and the
 critics' training curves. Each takes a table from ``alignrag.experiments`` (never recomputing
 it), draws 95% CIs as error bars or bands, puts the paper's values (``paper.py``) on the same
-axis as labelled ◆, and saves PNG + CSV under ``figures/`` (the CSV is exactly what is plotted).
+axis as labelled ◆ (it has none for Figs. 3, 4 and 6, and their legends say so), and saves
+PNG + CSV under ``figures/`` (the CSV is exactly what is plotted).
 """
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from robustkit.alignrag.experiments import ABLATION, METHODS, POOLED
@@ -18,6 +20,7 @@ METHOD_COLOURS = dict(zip(METHODS, ["#BBBBBB", "#8C8C8C", "#DD8452", "#937860", 
 RETRIEVAL_COLOURS = {"informative": "#55A868", "noisy": "#C44E52"}
 CRITICS = ("cft", "w/o ccs", "cpo")  # the trained critics of a training-curves table
 _BARS = ["accuracy", "CI low", "CI high", "n"]
+NO_PAPER_VALUES = "paper: no published values\nfor {} in paper.py — none drawn"
 
 
 def plot_table1(table: pd.DataFrame, scale: str, name: str | None = "alignrag_table1"):
@@ -74,7 +77,7 @@ def plot_ood_drop(table: pd.DataFrame, scale: str, name: str | None = "alignrag_
 
 def plot_iterations(table: pd.DataFrame, scale: str, name: str | None = "alignrag_fig3_iterations"):
     """Fig. 3: accuracy after each critique round t = 0..T, one panel per dataset, one line per
-    method with its 95% CI as a band."""
+    method with its 95% CI as a band. ``paper.py`` has no values for Fig. 3: the legend says so."""
     columns = ["method", "dataset", "iteration", "accuracy", "n", "CI low", "CI high"]
     _require(table, columns, "plot_iterations")
     set_style()
@@ -89,7 +92,7 @@ def plot_iterations(table: pd.DataFrame, scale: str, name: str | None = "alignra
         ax.set_xticks(sorted(part["iteration"].unique()))
         ax.set(title=f"{dataset} (n = {int(part['n'].max())})", xlabel="critique round t", ylim=(0, 100))
     axes[0][0].set_ylabel("accuracy (%)")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    _legend_without_paper_values(axes[0][-1], "Fig. 3")
     fig.suptitle(f"AlignRAG Fig. 3 — accuracy per critique round, 95% CI bands (scale {scale})", y=1.03)
     _save(fig, name, table[columns])
     return fig
@@ -97,7 +100,8 @@ def plot_iterations(table: pd.DataFrame, scale: str, name: str | None = "alignra
 
 def plot_informative(table: pd.DataFrame, scale: str, name: str | None = "alignrag_fig4_informative"):
     """Fig. 4: each method's accuracy on questions with informative vs noisy retrieval (bars with
-    95% CIs), datasets pooled (the ``all (pooled)`` rows, or the only dataset's)."""
+    95% CIs), datasets pooled (the ``all (pooled)`` rows, or the only dataset's). ``paper.py`` has
+    no values for Fig. 4: the legend says so."""
     _require(table, ["dataset", "method", "retrieval", *_BARS], "plot_informative")
     set_style()
     scope = POOLED if POOLED in set(table["dataset"]) else table["dataset"].iloc[0]
@@ -111,7 +115,7 @@ def plot_informative(table: pd.DataFrame, scale: str, name: str | None = "alignr
               f"{retrieval} (n = {n})")
     ax.set_xticks(np.arange(len(methods)), methods, rotation=20, ha="right", fontsize=8)
     ax.set(ylim=(0, 105), ylabel="accuracy (%)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    _legend_without_paper_values(ax, "Fig. 4")
     ax.set_title(f"AlignRAG Fig. 4 — informative vs noisy retrieval ({scope}, scale {scale})", fontsize=10)
     _save(fig, name, part[["method", "retrieval", *_BARS]])
     return fig
@@ -119,7 +123,8 @@ def plot_informative(table: pd.DataFrame, scale: str, name: str | None = "alignr
 
 def plot_ablation(table: pd.DataFrame, scale: str, name: str | None = "alignrag_fig6_ablation"):
     """Fig. 6: no critique, an untrained critic, a critic without contrastive critiques and
-    AlignRAG's critic per dataset (bars with 95% CIs)."""
+    AlignRAG's critic per dataset (bars with 95% CIs). ``paper.py`` has no values for Fig. 6: the
+    legend says so."""
     _require(table, ["dataset", "method", *_BARS], "plot_ablation")
     set_style()
     datasets = list(dict.fromkeys(table["dataset"]))
@@ -133,7 +138,7 @@ def plot_ablation(table: pd.DataFrame, scale: str, name: str | None = "alignrag_
     n = table.groupby("dataset", sort=False)["n"].max()
     ax.set_xticks(np.arange(len(datasets)), [f"{d}\n(n = {int(n[d])})" for d in datasets], fontsize=8)
     ax.set(ylim=(0, 105), ylabel="accuracy (%)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    _legend_without_paper_values(ax, "Fig. 6")
     ax.set_title(f"AlignRAG Fig. 6 — critic ablation, 95% bootstrap CIs over questions (scale {scale})", fontsize=10)
     _save(fig, name, table[["dataset", "method", *_BARS]])
     return fig
@@ -187,6 +192,14 @@ def _diamonds(ax, x, values: pd.Series, label: str | None, names: pd.Series | No
                         textcoords="offset points", ha="center" if text else "left", va="bottom" if text else "center",
                         rotation=90 if text else 0, fontsize=7, color="dimgray")
     return int(have.sum())
+
+
+def _legend_without_paper_values(ax, figure: str) -> None:
+    """The legend beside the axes, its last entry saying that no paper values are drawn:
+    ``paper.py`` records none for ``figure``."""
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend([*handles, Line2D([], [], ls="none")], [*labels, NO_PAPER_VALUES.format(figure)],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
 
 
 def _require(table: pd.DataFrame, columns: list[str], what: str) -> None:

@@ -9,6 +9,7 @@ it into an Evidence Critic, abstain when no candidate is safe.
                     critic on top of the dense scores (a retrieval prior)
     pipeline.py     the stages as artifacts under runs/<scale>/corm/
     experiments.py  §4 Table 1, Fig. 3-7 as tidy tables
+    readings.py     what each table and figure shows, as sentences computed from it
     kinds.py        claims by passage kind: gold, premise-matching, distractor
     figures.py      those tables drawn beside the paper's numbers (paper.py)
     report.py       `python -m robustkit run corm`: every table printed, figures saved
@@ -21,7 +22,7 @@ kit's relevance cross-encoder (the warm start). Submodules load on first use, so
 """
 import importlib
 
-_SUBMODULES = ("config", "experiments", "figures", "groups", "kinds", "method", "paper", "perturb",
+_SUBMODULES = ("config", "experiments", "figures", "groups", "kinds", "method", "paper", "perturb", "readings",
                "pipeline", "report", "teacher", "throughput")
 _STAGES = ("perturbations", "labels", "labelling_cost", "training_groups", "train_critic",
            "critic_scorer", "training_history", "compare_on_validation", "train_questions",

@@ -262,14 +262,34 @@ def significance(results: pd.DataFrame, reference: str = "corm") -> pd.DataFrame
 
 
 def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm", "relevance-ce"),
-                        condition: str = "biased") -> tuple[pd.DataFrame, pd.DataFrame]:
+                        condition: str = "biased", *, min_answered: int = 10, band_points: int = 200,
+                        seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Selective accuracy vs coverage as γ sweeps (answer the most confident first), and per
-    method AURC, E-AURC (AURC above an oracle ranking's), ECE and accuracy at 80% / 50% coverage."""
+    method AURC, E-AURC (AURC above an oracle ranking's), ECE and accuracy at 80% / 50% coverage.
+
+    Each curve point holds how many queries are ``answered`` there and a 95% CI of its selective
+    accuracy (``CI low``, ``CI high``): a percentile bootstrap over the *questions* among the
+    answered queries (``metrics.cluster_bootstrap_ci``, ``seed``), so several rewrites of one
+    question count once. It is left empty (NaN) below ``min_answered`` queries, where a
+    percentile bootstrap of a handful of 0/1 outcomes collapses to a point (all wrong: 0–0), and
+    on long curves computed at ``band_points`` evenly spaced points only (a bootstrap per point).
+    """
     curves, summary = [], []
     for method in methods:
         frame = results[(results["method"] == method) & (results["condition"] == condition)]
-        conf, correct = frame["confidence"].to_numpy(), frame["correct"].to_numpy()
+        conf, correct = frame["confidence"].to_numpy(), frame["correct"].to_numpy(float)
         curve = pd.DataFrame(risk_coverage(conf, correct)).assign(method=method)
+        curve["answered"] = np.rint(curve["coverage"] * len(frame)).astype(int)
+        curve["CI low"] = curve["CI high"] = np.nan
+        questions = frame["question_id"].to_numpy()
+        order = np.argsort(-conf, kind="stable")  # the answered queries at a point are a prefix
+        eligible = np.flatnonzero(curve["answered"].to_numpy() >= min_answered)
+        for i in eligible[np.unique(np.linspace(0, len(eligible) - 1, min(len(eligible), band_points))
+                                    .round().astype(int))] if len(eligible) else []:
+            answered = order[:curve.at[i, "answered"]]
+            answered = answered[np.argsort(questions[answered], kind="stable")]  # row order cannot matter
+            curve.loc[i, ["CI low", "CI high"]] = cluster_bootstrap_ci(correct[answered], questions[answered],
+                                                                       seed=seed)
         curves.append(curve)
         summary.append({"method": method, "AURC": aurc(conf, correct),
                         "E-AURC": excess_aurc(conf, correct),

@@ -42,52 +42,88 @@ def plot_perturbations(records: list[dict], *, scale: str, name: str | None = "p
 
 
 def plot_labels(labels: list[dict], *, scale: str, name: str | None = "teacher_labels"):
-    """Distribution of the teacher's robustness utility s, by candidate pool and by gold."""
+    """The share of candidates at each teacher utility s, by candidate pool and by whether the
+    passage holds the gold answer, with the candidates behind each bar (n). The CSV holds the
+    drawn bars: panel, group, s, count, n (the group's candidates) and share = count / n."""
     set_style()
     frame = pd.DataFrame(labels)
     frame["pool"] = frame["in_clean_pool"].map({True: "clean pool", False: "perturbed pool only"})
     frame["evidence"] = frame["has_gold"].map({True: "contains gold answer", False: "no gold answer"})
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
-    for ax, column in zip(axes, ["pool", "evidence"]):
-        counts = frame.groupby(column)["s"].value_counts(normalize=True).rename("share").reset_index()
-        counts["s"] = counts["s"].round(2)
-        sns.barplot(data=counts, x="s", y="share", hue=column, ax=ax)
-        ax.set_xlabel("teacher utility s(x, d)")
-        ax.set_title(f"s by {column}")
-    n_q = frame["question_id"].nunique()
-    fig.suptitle(f"Teacher labels (scale {scale}, {n_q} questions, {len(frame)} candidates)", y=1.03)
+    frame["s"] = frame["s"].round(2)
+    levels = sorted(frame["s"].unique())
+    bars = pd.DataFrame([{"panel": panel, "group": group, "s": s, "count": int((part["s"] == s).sum()),
+                          "n": len(part)}
+                         for panel in ("pool", "evidence") for group, part in frame.groupby(panel)
+                         for s in levels])
+    bars["share"] = bars["count"] / bars["n"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True, layout="constrained")
+    for ax, (panel, part) in zip(axes, bars.groupby("panel", sort=False)):
+        groups = list(dict.fromkeys(part["group"]))
+        width = 0.8 / len(groups)
+        for j, (group, colour) in enumerate(zip(groups, sns.color_palette("deep", len(groups)))):
+            rows = part[part["group"] == group]
+            x = np.arange(len(levels)) + (j - (len(groups) - 1) / 2) * width
+            drawn = ax.bar(x, rows["share"], width, color=colour, label=f"{group} (n = {rows['n'].iloc[0]})")
+            ax.bar_label(drawn, labels=rows["count"].astype(str), fontsize=7, padding=1, color="dimgray")
+        ax.set_xticks(np.arange(len(levels)), [f"{s:g}" for s in levels])
+        ax.set(xlabel="teacher utility s(x, d)", ylim=(0, 1.1))
+        ax.set_title(f"s by {'candidate pool' if panel == 'pool' else 'evidence'}", fontsize=10)
+        ax.legend(fontsize=8, loc="upper center", frameon=False)
+    axes[0].set_ylabel("share of the group's candidates")
+    fig.suptitle(f"Teacher labels (scale {scale}, {frame['question_id'].nunique()} questions, {len(frame)} "
+                 "candidates; the number on a bar counts its candidates)", fontsize=10)
     if name:
-        save(fig, name, frame.groupby(["pool", "evidence"])["s"].describe().reset_index())
+        save(fig, name, bars[["panel", "group", "s", "count", "n", "share"]])
     return fig
 
 
 def plot_training(history: pd.DataFrame, *, scale: str, name: str | None = "critic_training"):
-    """Training loss per optimiser step, one panel per critic (their objectives differ, so their
-    losses share no scale), and validation NDCG@3 / MRR at each epoch's last step."""
+    """Top: each critic's training loss per optimiser step and its validation loss, one panel per
+    critic (their objectives differ, so their losses share no scale). Bottom: validation NDCG@3
+    and MRR from before the first step (step 0, ``split == "start"``: the model it starts from,
+    ``pipeline.training_history``) to each epoch's last step. Each critic is validated on its own
+    held-out groups and labels (``val groups`` of them), so the curves show how each moves, not
+    which critic is better (``pipeline.compare_on_validation`` scores them on one set)."""
+    _require(history, ["critic", "split", "step", "epoch", "loss", "ndcg@3", "mrr"],
+             "history (pipeline.training_history)")
     set_style()
     critics = list(dict.fromkeys(history["critic"]))
     colours = dict(zip(critics, sns.color_palette("deep", len(critics))))
-    fig = plt.figure(figsize=(12, 6.4), layout="constrained")
-    top, bottom = fig.subfigures(2, 1)
-    for ax, critic in zip(np.atleast_1d(top.subplots(1, len(critics))), critics):
+    groups = (history.groupby("critic")["val groups"].first() if "val groups" in history.columns else {})
+    val = history[history["split"].isin(["start", "val"])].sort_values(["critic", "step"], kind="stable")
+    started = set(val.loc[val["split"] == "start", "critic"])
+    fig = plt.figure(figsize=(9, 6.4), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.15])
+    for ax, critic in zip(np.atleast_1d(top.subplots(1, len(critics), sharex=True)), critics):
         part = history[(history["critic"] == critic) & (history["split"] == "train")]
-        ax.plot(part["step"], part["loss"], color=colours[critic], alpha=0.9)
-        ax.set_title(f"{critic}: training loss (its own objective)", fontsize=9)
-        ax.set_xlabel("optimiser step")
+        checks = val[val["critic"] == critic]
+        ax.plot(part["step"], part["loss"], color=colours[critic], alpha=0.9, lw=1.2, label="training loss")
+        ax.plot(checks["step"], checks["loss"], color="black", marker="o", ms=4, lw=0.8, ls="--",
+                label="validation loss")
+        ax.set_title(f"{critic}: loss\n(its own objective)", fontsize=9)
+        ax.set_xlabel("optimiser step", fontsize=9)
+        ax.tick_params(labelsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    val = history[history["split"] == "val"]
-    for ax, metric in zip(bottom.subplots(1, 2), ["ndcg@3", "mrr"]):
+    ax.legend(fontsize=7, loc="upper right", frameon=False)
+    for ax, metric in zip(bottom.subplots(1, 2, sharex=True), ["ndcg@3", "mrr"]):
         for critic in critics:
             part = val[val["critic"] == critic]
-            ax.plot(part["step"], part[metric], marker="o", color=colours[critic], label=critic)
-        ax.set_title(f"validation {metric.upper()} (each critic's own held-out groups, after each epoch)",
-                     fontsize=9)
-        ax.set_xlabel("optimiser step")
+            n = f", {int(groups[critic])} groups" if critic in groups else ""
+            ax.plot(part["step"], part[metric], marker="o", ms=4, color=colours[critic], label=f"{critic}{n}")
+            first = part[part["split"] == "start"]
+            ax.scatter(first["step"], first[metric], s=40, facecolor="white", edgecolor=colours[critic], zorder=3)
+        ax.set_title(f"validation {metric.upper()}: each critic on its own held-out\n"
+                     "groups and labels (not comparable across critics)", fontsize=9)
+        ax.set(ylim=(-0.02, 1.05))
+        ax.set_xlabel("optimiser step", fontsize=9)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
-    epochs = int(history["epoch"].max())
-    fig.suptitle(f"Critic distillation (scale {scale}; {epochs} epochs, "
-                 f"{int(history['step'].max())} steps each)")
+    ax.legend(fontsize=8, loc="lower right", frameon=False)
+    start = ("open circle at step 0: before the first step (the model it starts from)" if started == set(critics)
+             else "no validation before the first step in this history")
+    fig.text(0.01, -0.01, f"{start}; then after each epoch. Critics on one set: "
+             "rk.corm.compare_on_validation(cfg, critics)", va="top", fontsize=7, color="dimgray")
+    fig.suptitle(f"Critic distillation (scale {scale}; {int(history['epoch'].max())} epochs, "
+                 f"{int(history['step'].max())} steps each)", fontsize=11)
     if name:
         save(fig, name, history)
     return fig
@@ -133,26 +169,63 @@ def plot_table1(table: pd.DataFrame, *, scale: str, name: str | None = "corm_tab
 
 def plot_risk_coverage(curves: pd.DataFrame, summary: pd.DataFrame, *, scale: str,
                        name: str | None = "corm_fig3_risk_coverage"):
-    """Selective accuracy vs coverage as γ sweeps, each beside what a random confidence would
-    give (its base accuracy); the paper's published points marked."""
+    """Fig. 3: selective accuracy vs coverage as γ sweeps, with its 95% CI by question as a band
+    (``experiments.risk_coverage_table``: from ``min_answered`` answered queries on; the few most
+    confident answers before it are drawn as points, without a band), each beside what a random
+    confidence would give (its base accuracy). The top axis counts the queries answered; the
+    paper's published points are labelled stars. The CSV holds the curves and the stars."""
+    _require(curves, ["method", "coverage", "accuracy", "answered", "CI low", "CI high"],
+             "curves (experiments.risk_coverage_table)")
+    _require(summary, ["method", "AURC", "E-AURC", "ECE", "acc@100%", "n"], "summary")
     set_style()
-    fig, ax = plt.subplots(figsize=(7, 5.2), layout="constrained")
-    for method, curve in curves.groupby("method", sort=False):
-        row = summary.set_index("method").loc[method]
-        line, = ax.plot(curve["coverage"], curve["accuracy"], label=f"{method} (AURC {row['AURC']:.3f}, "
-                        f"E-AURC {row['E-AURC']:.3f}, ECE {row['ECE']:.3f})")
+    stats = summary.set_index("method")
+    methods = list(dict.fromkeys(curves["method"]))
+    colours = dict(zip(methods, sns.color_palette("deep", len(methods))))
+    fig, ax = plt.subplots(figsize=(7.5, 5.6), layout="constrained")
+    fewest = []
+    for method in methods:
+        curve, row, colour = curves[curves["method"] == method], stats.loc[method], colours[method]
+        band = curve.dropna(subset=["CI low", "CI high"])
+        if len(band):
+            fewest.append(int(band["answered"].min()))
+            ax.fill_between(band["coverage"], band["CI low"], band["CI high"], color=colour, alpha=0.2,
+                            lw=0, label=f"{method}: 95% CI by question")
+            first = curve.index.get_loc(band.index[0])
+            ax.plot(curve["coverage"].iloc[:first + 1], curve["accuracy"].iloc[:first + 1], color=colour,
+                    lw=0.8, marker="o", ms=3, alpha=0.8)  # the first few answers: each point one more query
+            curve = curve.iloc[first:]
+        ax.plot(curve["coverage"], curve["accuracy"], color=colour, lw=1.8,
+                label=f"{method} (AURC {row['AURC']:.3f}, E-AURC {row['E-AURC']:.3f}, ECE {row['ECE']:.3f})")
         # a confidence unrelated to correctness keeps the base accuracy at every coverage
-        ax.axhline(row["acc@100%"], color=line.get_color(), ls=":", lw=1,
-                   label=f"{method}, random confidence")
-    points = [(1.0, paper.FULL_COVERAGE), *paper.RISK_COVERAGE]
-    ax.scatter(*zip(*points), marker="*", s=160, color="black", zorder=3, label="paper: CoRM-RAG")
-    ax.set_xlabel("coverage (share of questions answered)")
-    ax.set_ylabel("selective accuracy")
-    ax.set_title(f"Fig. 3 risk–coverage on biased queries (scale {scale}, n={int(summary['n'].iloc[0])})")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # clear of the curves
+        ax.axhline(row["acc@100%"], color=colour, ls="--", lw=0.9, alpha=0.8,
+                   label=f"{method}, random confidence ({row['acc@100%']:.1%})")
+    if fewest:
+        ax.axvspan(0, min(fewest) / int(summary["n"].max()), color="0.92", zorder=0)
+        ax.text(0.006, 0.985, f"fewer than {min(fewest)}\nanswered: no CI", fontsize=7, color="dimgray",
+                va="top", transform=ax.get_xaxis_transform())
+    stars = pd.DataFrame([(1.0, paper.FULL_COVERAGE), *paper.RISK_COVERAGE], columns=["coverage", "accuracy"])
+    ax.scatter(stars["coverage"], stars["accuracy"], marker="*", s=170, color=PAPER, edgecolor="black",
+               zorder=4, label="paper: CoRM-RAG (Biased-NQ)")
+    for c, acc in zip(stars["coverage"], stars["accuracy"]):  # above the highest star, below the others
+        high = acc == stars["accuracy"].max()
+        ax.annotate(f"paper {acc:.1%}\nat {c:.0%}", (c, acc), xytext=(-8 if c > 0.9 else 8, 9 if high else -9),
+                    textcoords="offset points", ha="right" if c > 0.9 else "left", va="bottom" if high else "top",
+                    fontsize=7, color="dimgray",
+                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+    if summary["n"].nunique() == 1:  # one query count: coverage and queries answered are one scale
+        n = int(summary["n"].iloc[0])
+        top = ax.secondary_xaxis("top", functions=(lambda c: c * n, lambda k: k / n))
+        top.set_xlabel("queries answered", fontsize=9)
+        top.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set(xlim=(0, 1.02), ylim=(-0.03, 1.05), xlabel="coverage (share of queries answered)",
+           ylabel="selective accuracy")
+    ax.set_title(f"Fig. 3 risk–coverage on biased queries (scale {scale}, n = {int(summary['n'].max())})",
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     if name:
         level = summary[["method", "acc@100%"]].rename(columns={"acc@100%": "random-confidence accuracy"})
-        save(fig, name, curves.merge(level, on="method"))
+        save(fig, name, pd.concat([curves.merge(level, on="method").assign(source="kit"),
+                                   stars.assign(method="paper: CoRM-RAG", source="paper")], ignore_index=True))
     return fig
 
 
@@ -276,47 +349,80 @@ def plot_sensitivity(table: pd.DataFrame, *, scale: str, name: str | None = "cor
 
 
 NO_MODEL_TIME = ("bm25", "dense", "random")  # rerank in well under 1 ms: no point on a latency axis
+PAPER_LATENCY = (("corm", "CoRM-RAG"), ("llm-rerank", "LLM-rerank"))  # the paper's Fig. 7 points
 
 
 def plot_pareto(table: pd.DataFrame, latency: pd.DataFrame, *, scale: str,
                 name: str | None = "corm_fig7_latency"):
-    """Fig. 7: reranking latency per query (log) vs biased accuracy (95% CI) for every method
-    that spends model time reranking; the paper's CoRM-RAG and LLM-rerank on the same axes.
-    ``latency`` is ``experiments.rerank_latency``'s (what was timed, and on what)."""
+    """Fig. 7: for every method that spends model time reranking, its biased accuracy (95% CI by
+    question) beside its reranking latency per query (log), one row per method, fastest first.
+    The cross-encoders all take 200-300 ms and LLM-rerank seconds: on one scatter they hide each
+    other, in rows each keeps its own line and its numbers. The paper's CoRM-RAG and LLM-rerank are
+    labelled stars just under their kit counterpart's row. ``latency`` is
+    ``experiments.rerank_latency``'s (what was timed, and on what); the CSV holds both panels."""
+    _require(table, ["method", "key", "biased accuracy", "biased CI low", "biased CI high", "n biased",
+                     "rerank ms/query"], "table (experiments.table1 with latency)")
     set_style()
-    fig, ax = plt.subplots(figsize=(9.6, 4.2))
-    kit = table[~table["key"].isin(NO_MODEL_TIME)].dropna(subset=["rerank ms/query"]).merge(
-        latency[["method", "candidates", "timed queries", "hardware"]].rename(columns={"method": "key"}),
-        on="key")
-    # the cross-encoders share one latency, so each method gets a colour and a legend entry
-    # rather than a label that would overlap its neighbours'
-    for (_, row), colour in zip(kit.iterrows(), sns.color_palette("deep", len(kit))):
-        ax.errorbar(row["rerank ms/query"], row["biased accuracy"], fmt="o", color=colour, capsize=3,
-                    yerr=[[row["biased accuracy"] - row["biased CI low"]],
-                          [row["biased CI high"] - row["biased accuracy"]]],
-                    label=f"{row['method']} (n = {int(row['n biased'])})")
+    kit = (table[~table["key"].isin(NO_MODEL_TIME)].dropna(subset=["rerank ms/query"])
+           [["method", "key", "biased accuracy", "biased CI low", "biased CI high", "n biased", "rerank ms/query"]]
+           .merge(latency[["method", "candidates", "timed queries", "hardware"]].rename(columns={"method": "key"}),
+                  on="key").sort_values("rerank ms/query", kind="stable").reset_index(drop=True))
     published = paper.TABLE1.set_index("key")["biased accuracy"]
-    theirs = pd.DataFrame([{"method": f"paper {label}", "key": key, "rerank ms/query": paper.LATENCY_MS[key],
-                            "biased accuracy": published[key], "source": "paper"}
-                           for key, label in (("corm", "CoRM-RAG"), ("llm-rerank", "LLM-rerank"))])
-    ax.scatter(theirs["rerank ms/query"], theirs["biased accuracy"], marker="*", s=160, color=PAPER,
-               edgecolor="black", zorder=3, label="paper")
-    for _, row in theirs.iterrows():
-        ms = row["rerank ms/query"]
-        ax.annotate(f"{row['method']} ({ms / 1000:g} s)" if ms >= 1000 else f"{row['method']} ({ms:g} ms)",
-                    (ms, row["biased accuracy"]), fontsize=8, color="dimgray", xytext=(0, -16),
-                    textcoords="offset points", ha="center")
-    ax.set_xscale("log")
-    ax.set_xlim(right=4 * max(theirs["rerank ms/query"].max(), kit["rerank ms/query"].max()))  # room for labels
-    ax.set_xlabel("reranking latency per query (ms, log)")
-    ax.set_ylabel("biased accuracy (%)")
-    ax.set_title(f"Fig. 7 latency vs accuracy (scale {scale}; biased queries, 95% CI by question)",
-                 fontsize=10)
-    first = kit.iloc[0]
-    fig.text(0.01, -0.06, f"kit: M = {first['candidates']} candidates, mean of {first['timed queries']} "
-             f"queries timed on {first['hardware']}; BM25, dense and random order (< 1 ms) not drawn. "
-             "Paper: its own hardware.", fontsize=7, color="dimgray", wrap=True)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+    theirs = pd.DataFrame([{"method": f"paper: {label}", "key": key, "biased accuracy": published[key],
+                            "rerank ms/query": paper.LATENCY_MS[key], "source": "paper"}
+                           for key, label in PAPER_LATENCY])
+    # rows: the kit's methods, fastest first, then any paper method the kit did not time
+    extra = theirs[~theirs["key"].isin(kit["key"])]
+    labels = [m if n == kit["n biased"].max() else f"{m} (n = {int(n)})"
+              for m, n in zip(kit["method"], kit["n biased"])] + [f"{m} (not run here)" for m in extra["method"]]
+    row_of = {**dict(zip(kit["key"], range(len(kit)))), **dict(zip(extra["key"], range(len(kit), len(labels))))}
+    theirs["row"] = theirs["key"].map(row_of)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 0.5 * len(labels) + 1.9), sharey=True,
+                                      width_ratios=[1.25, 1], layout="constrained")
+    fig.get_layout_engine().set(wspace=0.08)  # the panels' end and start ticks (100, 10²) stay apart
+    rows, off = np.arange(len(kit)), 0.3  # the paper's star sits just under its row's kit point
+    acc = kit["biased accuracy"]
+    left.errorbar(acc, rows, xerr=[acc - kit["biased CI low"], kit["biased CI high"] - acc], fmt="o", color=KIT,
+                  capsize=3, label="kit (95% CI by question)")
+    right.scatter(kit["rerank ms/query"], rows, marker="o", color=KIT, zorder=3, label="kit")
+    for y, (_, row) in zip(rows, kit.iterrows()):
+        left.annotate(f"{row['biased accuracy']:.1f}", (row["biased CI high"], y), xytext=(4, 0),
+                      textcoords="offset points", va="center", fontsize=7)
+        right.annotate(_ms(row["rerank ms/query"]), (row["rerank ms/query"], y), xytext=(6, 0),
+                       textcoords="offset points", va="center", fontsize=7)
+    for ax, column, text in ((left, "biased accuracy", lambda v: f"{v:.1f}"), (right, "rerank ms/query", _ms)):
+        ax.scatter(theirs[column], theirs["row"] + off, marker="*", s=140, color=PAPER, edgecolor="black",
+                   zorder=4, label="paper (Biased-NQ, its hardware)")
+        for _, row in theirs.iterrows():
+            ax.annotate(f"{row['method']} {text(row[column])}", (row[column], row["row"] + off), xytext=(7, 0),
+                        textcoords="offset points", va="center", fontsize=7, color="dimgray")
+    left.set_yticks(range(len(labels)), labels, fontsize=8)
+    left.set_ylim(len(labels) - 0.4, -0.6)
+    left.set(xlim=(0, 100), xlabel="biased accuracy (%)")
+    left.set_title("accuracy on biased queries (95% CI by question)", fontsize=9)
+    ms = pd.concat([kit["rerank ms/query"], theirs["rerank ms/query"]])
+    right.set_xscale("log")
+    right.set_xlim(10 ** np.floor(np.log10(ms.min())), ms.max() * 12)  # a decade tick left, label room right
+    right.set_xlabel("reranking latency per query (ms, log)")
+    right.set_title("reranking latency per query", fontsize=9)
+    handles, names = left.get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+    first = kit.iloc[0] if len(kit) else None
+    fig.suptitle(f"Fig. 7 latency vs accuracy (scale {scale})" + (
+        f"\nkit: M = {first['candidates']} candidates, mean of {first['timed queries']} queries timed on "
+        f"{first['hardware']}; BM25, dense and random order (< 1 ms) not drawn" if first is not None else ""),
+        fontsize=10)
     if name:
-        save(fig, name, pd.concat([kit.assign(source="kit"), theirs], ignore_index=True))
+        save(fig, name, pd.concat([kit.assign(source="kit"), theirs.drop(columns="row")], ignore_index=True))
     return fig
+
+
+def _ms(ms: float) -> str:
+    return f"{ms / 1000:.3g} s" if ms >= 1000 else f"{ms:.0f} ms"
+
+
+def _require(frame: pd.DataFrame, columns: list[str], what: str) -> None:
+    """Refuse a table without the columns a figure draws, naming them."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks the column(s) {missing}; it has {list(frame.columns)}")

@@ -130,10 +130,18 @@ def soft_labels(cfg: CormConfig | None = None) -> list[dict]:
     return stage(run_dir(cfg) / "soft_labels.jsonl", inputs, build, read_jsonl)
 
 
-def labelling_cost(cfg: CormConfig | None = None) -> dict:
-    """What labelling cost when it ran: teacher calls, cache hits, records."""
+def labelling_cost(cfg: CormConfig | None = None):
+    """What labelling cost, one row: the labels, the teacher generations they took, and of those
+    how many the stage generated when it ran and how many it replayed from the call cache (a
+    rerun over a warm cache generates none, yet costs the same on a cold one)."""
+    import pandas as pd
+
     labels(cfg)
-    return read_manifest(run_dir(cfg) / "labels.jsonl")["stats"]
+    stats = read_manifest(run_dir(cfg) / "labels.jsonl")["stats"]
+    return pd.DataFrame([{"labels": stats["records"],
+                          "teacher generations": stats["teacher calls"] + stats["cache hits"],
+                          "generated when the stage ran": stats["teacher calls"],
+                          "replayed from the call cache": stats["cache hits"]}])
 
 
 def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, soft: bool = False,
@@ -257,17 +265,63 @@ def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
     return stored_scorer(str(path), read_manifest(path)["sha256"])
 
 
-def training_history(cfg: CormConfig | None, variants: list[str]):
+def training_history(cfg: CormConfig | None, variants: list[str], *, start: bool = True):
     """The logged train/val history of several critics as one tidy table; ``step`` counts
-    optimiser steps (a validation row sits at its epoch's last step)."""
+    optimiser steps (a validation row sits at its epoch's last step) and ``val groups`` the
+    held-out groups a critic is validated on: its own (the relevance CE's hold clean queries and
+    gold labels, the soft critic's soft labels), so critics' validation numbers do not compare
+    with each other (``compare_on_validation`` scores them on one set).
+
+    With ``start``, each critic also gets a ``start`` row at step 0: the model it starts from
+    (the warm start, or the fresh head its training seeds) validated as its epochs are — its own
+    groups and loss, ``crossencoder.train.evaluate`` — so the change from initialisation shows.
+    That evaluates the start model (loaded once) and trains nothing; the trained critics and
+    their logged histories are untouched."""
     import pandas as pd
 
-    frames = []
+    cfg = settings(cfg)
+    frames, start_model = [], None
     for v in variants:
         frame = pd.DataFrame(read_jsonl(train_critic(cfg, v) / "history.jsonl")).assign(critic=v)
         frame["step"] = (frame["split"] == "train").cumsum()  # rows are in training order
-        frames.append(frame)
+        spec = dict(CRITIC_VARIANTS[v])
+        loss, tau = spec.pop("loss"), spec.pop("tau", 1.0)
+        _, val_groups, _ = training_groups(cfg, **spec)  # as train_critic splits them
+        if start:
+            start_model = _start_model(cfg) if start_model is None else start_model
+            before = {"id": "start", "epoch": 0, "split": "start", "critic": v, "step": 0,
+                      **_validate(start_model, val_groups, loss, tau, cfg.batch_groups)}
+            frame = pd.concat([pd.DataFrame([before]), frame], ignore_index=True)
+        frames.append(frame.assign(**{"val groups": len(val_groups)}))
     return pd.concat(frames, ignore_index=True).drop(columns=["id"])
+
+
+def _start_model(cfg: CormConfig):
+    """The model every critic's training starts from (``critic_start``), in eval mode: the warm
+    start (one per process), or the bi-encoder with the fresh head ``train`` draws after seeding."""
+    import torch
+
+    from robustkit.crossencoder.model import CrossEncoder
+
+    if cfg.warm_start:
+        return critic_scorer(cfg, "warm-start").model
+    path, base_model, _ = critic_start(cfg)
+    with torch.random.fork_rng(devices=[]):  # the caller's random stream is left as it was
+        torch.manual_seed(cfg.scale.seed)
+        return CrossEncoder(path, max_length=MAX_LENGTH, base_model=base_model).eval()
+
+
+def _validate(model, val_groups: list[dict], loss: str, tau: float, batch_groups: int) -> dict:
+    """Validation loss, NDCG@3 and MRR of ``model`` on ``val_groups``, as training logs them."""
+    import torch
+
+    from robustkit.crossencoder.loss import make_loss
+    from robustkit.crossencoder.model import GroupDataset
+    from robustkit.crossencoder.train import evaluate
+
+    with torch.random.fork_rng(devices=[]):  # a DataLoader draws a seed from the global stream
+        return evaluate(model, GroupDataset(val_groups, model.tokenizer, MAX_LENGTH),
+                        make_loss(loss, tau), batch_groups)
 
 
 def compare_on_validation(cfg: CormConfig | None, variants: list[str]):

@@ -13,13 +13,15 @@ from robustkit.fva.experiments import METHOD_LABELS
 from robustkit.plots import PAPER, save, set_style
 
 CACHE_COLOURS = {"A": "#4C72B0", "B": "#55A868"}
+TOP = 110  # the y-axis ends here, the strip above 100 holding the paper's numbers
 COLUMNS = ["dataset", "method", "cache", "accuracy", "accuracy 95% CI", "CI low", "CI high",
            "intervention rate", "n", "source"]
 
 
 def plot_table2(table: pd.DataFrame, *, scale: str, name: str | None = "fva_table2"):
     """Per dataset (columns): accuracy per method and cache (top) and the intervention rate of the
-    methods that can override their first answer (bottom); the paper's TruthfulQA values as ◆."""
+    methods that can override their first answer (bottom); the paper's TruthfulQA values as ◆,
+    each with its number in a strip above 100 (clear of the kit's bars and CIs)."""
     set_style()
     kit = table[table["source"] == "kit"]
     datasets = list(dict.fromkeys(kit["dataset"]))
@@ -44,9 +46,11 @@ def plot_table2(table: pd.DataFrame, *, scale: str, name: str | None = "fva_tabl
                              if m in published.index and pd.notna(published.loc[m, metric])]
                     if shown:
                         ax.scatter(*zip(*shown), marker="D", s=36, color=PAPER, edgecolor="black", zorder=3,
-                                   label="paper" if j == 0 else None)
+                                   label="paper (value printed above 100)" if j == 0 else None)
+                        _numbers_above(ax, shown)
             ax.set_xticks(np.arange(len(names)), [textwrap.fill(METHOD_LABELS[m], 12) for m in names], fontsize=9)
-            ax.set_ylim(0, 100)
+            ax.set_ylim(0, TOP)
+            ax.set_yticks(range(0, 101, 20))
         n = int(rows["n"].iloc[0])
         axes[0][col].set_title(f"{dataset} (n = {n} questions per bar)")
         axes[0][0].set_ylabel("true answers (%)")
@@ -58,6 +62,14 @@ def plot_table2(table: pd.DataFrame, *, scale: str, name: str | None = "fva_tabl
     if name:
         save(fig, name, table[COLUMNS])
     return fig
+
+
+def _numbers_above(ax, shown: list[tuple[float, float]]) -> None:
+    """Each paper ◆'s value, as printed in the paper, at its x in the strip above 100: beside the ◆
+    it would sit on a kit bar or its error bar."""
+    for xi, value in shown:
+        ax.annotate(f"{value:g}", (xi, 100), xytext=(0, 2), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=7, color="dimgray")
 
 
 def plot_tau_curve(curve: pd.DataFrame, *, scale: str, tau: float, name: str | None = "fva_tau"):

@@ -1,0 +1,110 @@
+"""What each of notebook 04's tables and figures shows, as sentences computed from it.
+
+Each function reads one of ``corm.experiments``' tables and states what it shows — the numbers,
+which differences are significant, where the paper's value lies — so the notebook's prose never
+types a number its run did not print. ``experiments.findings`` is the closing statement.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from robustkit.corm import paper
+from robustkit.metrics import format_p
+
+LEVEL = 0.05  # the significance level every sentence uses, before any correction
+
+
+def table1(table: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """Table 1: the best row, the critic against dense RAG and the warm start it grew from, and
+    which paired tests pass the Bonferroni level for the number of comparisons made."""
+    by_key, by_vs = table.set_index("key"), tests.set_index("vs")
+    best = table.loc[table["biased accuracy"].idxmax()]
+    critic = by_key.loc["corm"]
+    level = LEVEL / max(len(tests), 1)
+    lines = [f"Highest biased accuracy: {best['method']} ({best['biased accuracy']:.1f}%, n = "
+             f"{int(best['n biased'])}); the CoRM critic {critic['biased accuracy']:.1f}% "
+             f"(95% CI {critic['biased 95% CI']})."]
+    if "dense" in by_vs.index:
+        dense = by_vs.loc["dense"]
+        lines.append(f"Critic vs dense RAG ({by_key.loc['dense', 'biased accuracy']:.1f}%): "
+                     f"{int(dense['improvements'])} questions only the critic gets right, "
+                     f"{int(dense['regressions'])} only dense; exact McNemar p {format_p(dense['p'], relation=True)}.")
+    if "warm-start" in by_key.index:
+        change = critic["biased accuracy"] - by_key.loc["warm-start", "biased accuracy"]
+        lines.append(f"Distillation moved the critic {change:+.1f} points from the warm start it "
+                     f"started from ({by_key.loc['warm-start', 'biased accuracy']:.1f}%).")
+    passing = [by_key.loc[vs, "method"] for vs, row in by_vs.iterrows() if row["p"] < level]
+    lines.append(f"{len(tests)} comparisons, Bonferroni level {level:.3g}: "
+                 + (f"the critic differs significantly from {', '.join(passing)} only."
+                    if passing else "no difference is significant."))
+    return "\n".join(lines)
+
+
+def risk_coverage(coverage: pd.DataFrame) -> str:
+    """Fig. 3: what abstaining buys each method, and whether its confidence is a risk signal at
+    all: a confidence unrelated to correctness keeps the risk at 1 − accuracy at every coverage,
+    so its AURC is 1 − accuracy; a useful one stays below that."""
+    rows = coverage.set_index("method")
+    lines = []
+    for method, r in rows.iterrows():
+        chance = 1 - r["acc@100%"]
+        verdict = ("below: its confidence orders its answers better than chance" if r["AURC"] < chance else
+                   "not below: its most confident answers are no more often right than a random draw")
+        lines.append(f"{method}: {100 * r['acc@100%']:.1f}% answering all, {100 * r['acc@80%']:.1f}% at 80% "
+                     f"coverage, {100 * r['acc@50%']:.1f}% at 50% (n = {int(r['n'])}); AURC {r['AURC']:.3f} "
+                     f"against {chance:.3f} for a random confidence — {verdict}.")
+    lines.append(f"Paper (CoRM-RAG): {100 * paper.FULL_COVERAGE:.1f} → {100 * paper.RISK_COVERAGE[0][1]:.1f} → "
+                 f"{100 * paper.RISK_COVERAGE[1][1]:.1f}%.")
+    return "\n".join(lines)
+
+
+def recall(recall_at: pd.DataFrame, shares: dict, x: str = "relevance-ce", y: str = "corm") -> str:
+    """Fig. 4: how often a gold passage comes first per reranker, and the paired first-gold ranks."""
+    first = recall_at[recall_at["k"] == 1].set_index("method")
+    listed = ", ".join(f"{m} {100 * r['recall']:.1f}%" for m, r in first.iterrows())
+    n = int(first["n"].iloc[0]) if len(first) else 0
+    return (f"A gold passage first (Recall@1, {n} biased queries with gold in the pool): {listed}.\n"
+            f"First gold passage: {y} ahead of {x} on {shares[f'{y} better']:.1%}, behind on "
+            f"{shares[f'{x} better']:.1%}, tied on {shares['tie']:.1%} of {shares['n']} queries "
+            f"(paper: critic ahead {paper.PAIRED['critic better']:.1%}, behind {paper.PAIRED['CE better']:.1%}).")
+
+
+def ablation(changes: pd.DataFrame) -> str:
+    """Fig. 5: leaving a type out of training, the change on that type's test queries with its CI,
+    beside the paper's drop."""
+    lines = []
+    for _, row in changes.iterrows():
+        left_out = row["critic"].removeprefix("no-")
+        if row["test type"] != left_out:
+            continue
+        spans_zero = row["change CI low"] <= 0 <= row["change CI high"]
+        line = (f"Without {left_out}: {row['change']:+.1f} points on {left_out} queries "
+                f"(95% CI {row['change CI low']:+.1f} to {row['change CI high']:+.1f}, n = {int(row['n'])}"
+                f"{', includes zero' if spans_zero else ''})")
+        if left_out in paper.ABLATION:
+            full, without = paper.ABLATION[left_out]
+            line += f"; paper {without - full:+.1f}"
+        lines.append(line + ".")
+    return "\n".join(lines)
+
+
+def sensitivity(table: pd.DataFrame) -> str:
+    """Fig. 6: per knob, the accuracies and whether every interval overlaps every other."""
+    lines = []
+    for knob, part in table.groupby("knob", sort=False):
+        values = ", ".join(f"{v:g}: {a:.1f}%" for v, a in zip(part["value"], part["biased accuracy"]))
+        overlap = part["CI low"].max() <= part["CI high"].min()
+        lines.append(f"{knob} — {values}; "
+                     + ("every 95% interval overlaps every other." if overlap else "some intervals do not overlap."))
+    lines.append(f"Paper: gains flatten beyond K = 5, τ = 1 is best, and M 10 → 100 adds "
+                 f"{paper.SENSITIVITY_M_GAIN:.1f} points.")
+    return "\n".join(lines)
+
+
+def cost(table: pd.DataFrame, critic: str = "corm", llm: str = "llm-rerank") -> str:
+    """Fig. 7: reranking latency of the critic against the LLM reranker, beside the paper's ratio."""
+    ms = table.set_index("key")["rerank ms/query"]
+    ratio = paper.LATENCY_MS[llm] / paper.LATENCY_MS[critic]
+    return (f"Reranking one query: critic {ms[critic]:.0f} ms, LLM-rerank {ms[llm]:.0f} ms "
+            f"({ms[llm] / ms[critic]:.0f}× the critic; paper {ratio:.0f}×: "
+            f"{paper.LATENCY_MS[llm] / 1000:.0f} s vs {paper.LATENCY_MS[critic]} ms).")
