@@ -57,5 +57,5 @@ def test_a_config_shows_as_a_table_of_its_knobs_scale_and_seed_first():
 
     table = knob_table(settings("tiny", tau=0.3))
     assert list(table.index[:2]) == ["scale", "seed"] and table.loc["scale", "value"] == "tiny"
-    assert table.loc["tau", "value"] == 0.3 and table.loc["n_mini", "value"] == 12
+    assert table.loc["tau", "value"] == 0.3 and table.loc["n_mini", "value"] == 8
     assert "scale" not in list(table.index[2:])  # the Scale object itself is not a knob row

@@ -77,7 +77,7 @@ def test_findings_state_n_the_reference_and_the_number_of_comparisons():
 
 
 def test_config_refuses_unknown_methods_and_a_run_without_the_reference():
-    assert settings("tiny").methods == METHODS and settings("tiny").n_questions == 8
+    assert settings("tiny").methods == METHODS and settings("tiny").n_questions == 6
     with pytest.raises(ValueError, match="unknown method"):
         settings("tiny", methods=["dense", "vanilla"])
     with pytest.raises(ValueError, match="reference is dense RAG"):

@@ -58,9 +58,10 @@ class FVAConfig:
         return f"FVAConfig(scale={self.scale.name!r}, seed={self.scale.seed}, {knobs})"
 
 
-# tiny: 12 data/mini questions, a stratified TruthfulQA sample (1 per stratum) and short
-# passages, sized for notebook 05's 5 CI minutes on a 2-core CPU; small and up: all 817
-DEFAULTS: dict[str, dict] = {"tiny": dict(n_mini=12, n_truthfulqa=6, n_mc=6, max_words=40), "small": {},
+# tiny: 8 data/mini questions, a stratified TruthfulQA sample (1 per stratum) and short
+# passages — every step runs, no comparison is meant — so the run fits CI's budget on 2 CPU
+# cores; small and up: all 817
+DEFAULTS: dict[str, dict] = {"tiny": dict(n_mini=8, n_truthfulqa=6, n_mc=6, max_words=40), "small": {},
                              "colab": {}, "paper": {}}
 
 

@@ -44,11 +44,12 @@ class HeadToHeadConfig:
                 f"n_questions={self.n_questions}, coverage={self.coverage}, methods={len(self.methods)})")
 
 
-# tiny: 8 of data/mini's 42 test questions (the 8 whose biased queries notebook 04's LLM-rerank
-# already read), sized for notebook 08's 6 CI minutes on a 2-core CPU; small: 60 of CoRM's 150 test
+# tiny: 6 of data/mini's 42 test questions — a seeded draw whose first draws are those of notebook
+# 04's LLM-rerank sample, so their biased queries replay — enough to run every method's code path
+# inside CI's budget on 2 CPU cores, not to compare methods; small: 60 of CoRM's 150 test
 # questions, so that training every method's parts and answering fit an afternoon on 2 cores;
 # colab: 120 of CoRM's 200 (~23 min on a T4, estimated: the whole 200 would take ~38)
-DEFAULTS: dict[str, dict] = {"tiny": dict(n_questions=8), "small": dict(n_questions=60),
+DEFAULTS: dict[str, dict] = {"tiny": dict(n_questions=6), "small": dict(n_questions=60),
                              "colab": dict(n_questions=120), "paper": {}}
 
 
