@@ -23,6 +23,13 @@ _GAP_TITLES = {"premise@1": "premise@1: a premise passage ranked 1st",
                "gold@1": "gold@1: a gold passage ranked 1st", "correct": "correct: the reader's answer"}
 
 
+def require_columns(table: pd.DataFrame, columns: list[str], what: str) -> None:
+    """Refuse a table that lacks a column a figure draws, naming the missing ones and what it has."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"{what} needs column(s) {missing}; the table has {list(table.columns)}")
+
+
 def set_style(inline: bool = False) -> None:
     """The kit's one plot style. With ``inline`` (``rk.start``), figures are also shown inline
     when running in a notebook kernel, even where ``MPLBACKEND`` names a non-interactive backend."""

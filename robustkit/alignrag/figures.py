@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from robustkit.alignrag.experiments import ABLATION, METHODS, POOLED
-from robustkit.plots import PAPER, save, set_style
+from robustkit.plots import PAPER, require_columns, save, set_style
 
 METHOD_COLOURS = dict(zip(METHODS, ["#BBBBBB", "#8C8C8C", "#DD8452", "#937860", "#DA8BC3", "#4C72B0", "#55A868"]))
 RETRIEVAL_COLOURS = {"informative": "#55A868", "noisy": "#C44E52"}
@@ -203,9 +203,7 @@ def _legend_without_paper_values(ax, figure: str) -> None:
 
 
 def _require(table: pd.DataFrame, columns: list[str], what: str) -> None:
-    missing = [c for c in columns if c not in table.columns]
-    if missing:
-        raise ValueError(f"{what} needs column(s) {missing}; the table has {list(table.columns)}")
+    require_columns(table, columns, what)
     if table.empty:
         raise ValueError(f"{what} got an empty table")
 

@@ -284,8 +284,8 @@ def risk_coverage_table(results: pd.DataFrame, methods: Sequence[str] = ("corm",
         questions = frame["question_id"].to_numpy()
         order = np.argsort(-conf, kind="stable")  # the answered queries at a point are a prefix
         eligible = np.flatnonzero(curve["answered"].to_numpy() >= min_answered)
-        for i in eligible[np.unique(np.linspace(0, len(eligible) - 1, min(len(eligible), band_points))
-                                    .round().astype(int))] if len(eligible) else []:
+        picks = np.unique(np.linspace(0, len(eligible) - 1, min(len(eligible), band_points)).round().astype(int))
+        for i in eligible[picks]:
             answered = order[:curve.at[i, "answered"]]
             answered = answered[np.argsort(questions[answered], kind="stable")]  # row order cannot matter
             curve.loc[i, ["CI low", "CI high"]] = cluster_bootstrap_ci(correct[answered], questions[answered],

@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 
 from robustkit.corm import paper
-from robustkit.plots import KIT, PALETTE, PAPER, save, set_style
+from robustkit.plots import KIT, PALETTE, PAPER, require_columns, save, set_style
 
 
 def plot_perturbations(records: list[dict], *, scale: str, name: str | None = "perturbations"):
@@ -84,7 +84,7 @@ def plot_training(history: pd.DataFrame, *, scale: str, name: str | None = "crit
     ``pipeline.training_history``) to each epoch's last step. Each critic is validated on its own
     held-out groups and labels (``val groups`` of them), so the curves show how each moves, not
     which critic is better (``pipeline.compare_on_validation`` scores them on one set)."""
-    _require(history, ["critic", "split", "step", "epoch", "loss", "ndcg@3", "mrr"],
+    require_columns(history, ["critic", "split", "step", "epoch", "loss", "ndcg@3", "mrr"],
              "history (pipeline.training_history)")
     set_style()
     critics = list(dict.fromkeys(history["critic"]))
@@ -174,9 +174,9 @@ def plot_risk_coverage(curves: pd.DataFrame, summary: pd.DataFrame, *, scale: st
     confident answers before it are drawn as points, without a band), each beside what a random
     confidence would give (its base accuracy). The top axis counts the queries answered; the
     paper's published points are labelled stars. The CSV holds the curves and the stars."""
-    _require(curves, ["method", "coverage", "accuracy", "answered", "CI low", "CI high"],
+    require_columns(curves, ["method", "coverage", "accuracy", "answered", "CI low", "CI high"],
              "curves (experiments.risk_coverage_table)")
-    _require(summary, ["method", "AURC", "E-AURC", "ECE", "acc@100%", "n"], "summary")
+    require_columns(summary, ["method", "AURC", "E-AURC", "ECE", "acc@100%", "n"], "summary")
     set_style()
     stats = summary.set_index("method")
     methods = list(dict.fromkeys(curves["method"]))
@@ -360,7 +360,7 @@ def plot_pareto(table: pd.DataFrame, latency: pd.DataFrame, *, scale: str,
     other, in rows each keeps its own line and its numbers. The paper's CoRM-RAG and LLM-rerank are
     labelled stars just under their kit counterpart's row. ``latency`` is
     ``experiments.rerank_latency``'s (what was timed, and on what); the CSV holds both panels."""
-    _require(table, ["method", "key", "biased accuracy", "biased CI low", "biased CI high", "n biased",
+    require_columns(table, ["method", "key", "biased accuracy", "biased CI low", "biased CI high", "n biased",
                      "rerank ms/query"], "table (experiments.table1 with latency)")
     set_style()
     kit = (table[~table["key"].isin(NO_MODEL_TIME)].dropna(subset=["rerank ms/query"])
@@ -419,10 +419,3 @@ def plot_pareto(table: pd.DataFrame, latency: pd.DataFrame, *, scale: str,
 
 def _ms(ms: float) -> str:
     return f"{ms / 1000:.3g} s" if ms >= 1000 else f"{ms:.0f} ms"
-
-
-def _require(frame: pd.DataFrame, columns: list[str], what: str) -> None:
-    """Refuse a table without the columns a figure draws, naming them."""
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} lacks the column(s) {missing}; it has {list(frame.columns)}")
