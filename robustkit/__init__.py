@@ -4,17 +4,20 @@
     scale = rk.start(seed=0, notebook="04")   # seed, plot style, models checked, device, expected time
     rk.data, rk.retrieval, rk.reader …        # the shared core
     rk.corm.labels(scale)                     # a method's stages, experiments and figures
+    method = rk.build("fva-rag", scale)       # any method by its id (rk.registry.ids()), from its config
     rk.doctor.run()                           # a self-check of every method on this machine
     rk.held(), rk.clear()                     # the models and indexes this process holds; release them
     with rk.load_only(): ...                  # read trained parts from runs/, never train them
 
 The core — config, models, device, weights, session, artifacts, data, retrieval, llm, reader,
 crossencoder, judges, nli, methods, baselines, adaptive, resources, metrics, truthfulqa, plots,
-widgets, timings, memo (the owner of every in-process cache) — is shared; each method lives in its own folder (``corm/``, ``fva/``,
-``counterrefine/``, ``alignrag/``) and imports only the core; ``headtohead/`` composes them all
-(notebook 08). ``served`` runs a chat LM role on an OpenAI-compatible server, ``serve`` exposes a kit
-method as one, ``audit`` measures any RAG system under biased questions. Submodules load on first
-use, so ``import robustkit`` is cheap.
+memo (the owner of every in-process cache) — is shared; each method lives in its own folder
+(``corm/``, ``fva/``, ``counterrefine/``, ``alignrag/``), every folder the same shape, and imports
+only the core. On top: ``registry`` builds any method by one id, ``headtohead/`` composes them all
+(notebook 08), ``serve`` exposes a kit method as an OpenAI-compatible endpoint, ``audit`` measures
+any RAG system under biased questions, ``doctor`` and ``bench`` check and time every method.
+``llm_client`` runs a chat LM role on an OpenAI-compatible server. Submodules load on first use, so
+``import robustkit`` is cheap.
 """
 from __future__ import annotations
 
@@ -22,14 +25,17 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("adaptive", "alignrag", "artifacts", "audit", "baselines", "bench", "callcache", "config",
-               "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva", "gap", "headtohead",
-               "judges", "llm", "locks", "memo", "methods", "metrics", "models", "nli", "plots", "qa_sets",
-               "loopback", "reader", "resources", "retrieval", "serve", "served", "session", "timings", "truthfulqa", "weights",
-               "widgets", "workload")
+_SUBMODULES = ("adaptive", "alignrag", "artifacts", "audit", "baselines", "bench", "callcache",
+               "config", "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva",
+               "gap", "headtohead", "judges", "llm", "llm_client", "locks", "loopback", "memo", "methods",
+               "metrics", "models", "nli", "paths", "plots", "qa_sets", "reader", "registry",
+               "resources", "retrieval", "run_times", "serve", "session", "timings",
+               "truthfulqa", "weights", "widgets", "workload", "workload_measured",
+               "workload_prompts")
 _FROM_CONFIG = ("get_scale", "with_overrides", "Scale")
 _FROM_MEMO = ("held", "clear")  # what this process holds in memory, and releasing it
 _FROM_ARTIFACTS = ("load_only", "NotStaged")  # read staged artifacts, never build them
+_FROM_REGISTRY = ("build",)  # any method by its id
 
 
 def start(seed: int = 0, scale=None, *, models: dict | None = None, notebook: str | None = None):
@@ -81,10 +87,13 @@ def __getattr__(name):
         return getattr(importlib.import_module("robustkit.memo"), name)
     if name in _FROM_ARTIFACTS:
         return getattr(importlib.import_module("robustkit.artifacts"), name)
+    if name in _FROM_REGISTRY:
+        return getattr(importlib.import_module("robustkit.registry"), name)
     if name == "describe_environment":
         return importlib.import_module("robustkit.session").describe_environment
     raise AttributeError(f"module 'robustkit' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG, *_FROM_MEMO, *_FROM_ARTIFACTS, "describe_environment"})
+    return sorted({*globals(), *_SUBMODULES, *_FROM_CONFIG, *_FROM_MEMO, *_FROM_ARTIFACTS, *_FROM_REGISTRY,
+                   "describe_environment"})

@@ -44,7 +44,8 @@ def main(argv=None) -> int:
     doctor.add_argument("--only", help="comma-separated checks to run, e.g. corm,fva (default: all)")
     serve = sub.add_parser("serve", help="a kit method as an HTTP endpoint: OpenAI chat completions "
                            "(the method's name as the model) and plain JSON at /v1/rag")
-    serve.add_argument("--method", required=True, choices=_head_to_head_methods())
+    serve.add_argument("--method", required=True, choices=_method_ids(), metavar="ID",
+                       help="a method id (rk.registry.ids()): " + ", ".join(_method_ids()[:16]) + ", …")
     serve.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
     serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine only)")
     serve.add_argument("--port", type=int, default=8000)
@@ -103,10 +104,10 @@ def _dispatch(args) -> int:
     return 0
 
 
-def _head_to_head_methods() -> tuple[str, ...]:
-    from robustkit.headtohead.config import METHODS as NAMES
+def _method_ids() -> list[str]:
+    from robustkit.registry import ids
 
-    return NAMES
+    return ids()
 
 
 def _seed(text: str) -> int:

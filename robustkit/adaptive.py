@@ -29,7 +29,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, check_queries, spread_latency
+from robustkit.methods import Answer, Query, check_queries, derived_identity, spread_latency
 from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import split_per_query, top_passages
 
@@ -55,7 +55,7 @@ class SelfRAG:
         check_knob("relevance_threshold", relevance_threshold, low=0, high=1)
         check_knob("answer_tokens", answer_tokens, integer=True, low=1)
         self.retriever, self.generator, self.corpus = retriever, generator, corpus
-        self.k, self.threshold, self.answer_tokens = k, relevance_threshold, answer_tokens
+        self.k, self.relevance_threshold, self.answer_tokens = k, relevance_threshold, answer_tokens
         self.max_words = max_words or generator.scale.max_passage_words
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
@@ -66,7 +66,7 @@ class SelfRAG:
         relevance = self._yes([IS_RELEVANT.format(passage=self._clip(d), question=q)
                                for q, row in zip(texts, docs) for d in row], "IsRelevant")
         relevance = split_per_query(relevance, docs)
-        kept = [[j for j, p in enumerate(rel) if p >= self.threshold] for rel in relevance]
+        kept = [[j for j, p in enumerate(rel) if p >= self.relevance_threshold] for rel in relevance]
         pairs = [(i, j) for i, js in enumerate(kept) for j in js]
         candidates = answer_with_context(self.generator, [texts[i] for i, _ in pairs],
                                          [[docs[i][j]] for i, j in pairs], max_words=self.max_words,
@@ -97,11 +97,9 @@ class SelfRAG:
         return answers
 
     def identity(self) -> dict:
-        """What decides its answers (``methods.evaluate`` stages results under it)."""
-        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
-                "generator": self.generator.identity(), "prompts": {"reader": READER_VERSION, "adaptive": PROMPT_VERSION},
-                "knobs": {"k": self.k, "relevance_threshold": self.threshold, "max_words": self.max_words,
-                          "answer_tokens": self.answer_tokens}}
+        """What decides its answers (``methods.evaluate`` stages results under it): every
+        constructor argument (``methods.derived_identity``) and its prompts."""
+        return derived_identity(self, prompts={"reader": READER_VERSION, "adaptive": PROMPT_VERSION})
 
     def _yes(self, prompts: list[str], desc: str) -> np.ndarray:
         probs = self.generator.option_probabilities(prompts, desc=desc) if prompts else []
@@ -158,14 +156,10 @@ class CRAG:
         return answers
 
     def identity(self) -> dict:
-        """What decides its answers: the evaluator (a stored cross-encoder, or the dense cosine)
-        and the thresholds it was calibrated to, among the rest."""
-        evaluator = self.evaluator.identity() if self.evaluator is not None else "dense-cosine"
-        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
-                "generator": self.generator.identity(), "evaluator": evaluator,
-                "prompts": {"reader": READER_VERSION, "adaptive": PROMPT_VERSION},
-                "knobs": {"k": self.k, "upper": self.upper, "lower": self.lower, "max_words": self.max_words,
-                          "answer_tokens": self.answer_tokens}}
+        """What decides its answers: every constructor argument (``methods.derived_identity``) —
+        the evaluator (a stored cross-encoder, or None for the dense cosine) and the thresholds it
+        was calibrated to among them — and its prompts."""
+        return derived_identity(self, prompts={"reader": READER_VERSION, "adaptive": PROMPT_VERSION})
 
     def action(self, scores: np.ndarray) -> str:
         best = float(scores.max()) if len(scores) else float("-inf")

@@ -12,7 +12,8 @@ and a process that waited for it reuses what it built; reusing a finished artifa
 Loading trained parts without ever training them (a trained critic, the NLI model, calibrated
 thresholds) is a mode of ``stage``: inside ``with rk.load_only():`` — or with
 ``ROBUSTKIT_LOAD_ONLY=1`` — an artifact that is missing or was built from other inputs stops with
-``NotStaged`` naming it and what differs, instead of being built.
+``NotStaged`` naming it and what differs, instead of being built. The block's mode belongs to the
+context it runs in (a ``contextvars.ContextVar``), not to the process: see ``load_only``.
 """
 from __future__ import annotations
 
@@ -23,8 +24,11 @@ import shutil
 import tempfile
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
 
 from robustkit.locks import exclusive
 
@@ -79,7 +83,7 @@ class NotStaged(FileNotFoundError):
     """Load-only mode asked for an artifact that is missing or stale (``load_only``)."""
 
 
-_LOAD_ONLY = [False]  # the innermost ``load_only`` block's choice
+_LOAD_ONLY: ContextVar[bool] = ContextVar("robustkit_load_only", default=False)  # the innermost block's choice
 
 
 @contextmanager
@@ -87,16 +91,22 @@ def load_only(enabled: bool = True) -> Iterator[None]:
     """Within this block ``stage`` only reads: an artifact that is missing, or was built from
     other inputs (another corpus, seed, recipe), raises ``NotStaged`` instead of being built —
     so that loading a trained critic never silently retrains it. ``ROBUSTKIT_LOAD_ONLY=1`` sets
-    the mode for a whole process; ``load_only(False)`` lifts it inside a block."""
-    previous, _LOAD_ONLY[0] = _LOAD_ONLY[0], enabled
+    the mode for a whole process; ``load_only(False)`` lifts it inside a block.
+
+    The mode is a context variable, so it follows contextvars' rules: blocks nest (leaving one
+    restores the mode around it); a block in one thread leaves other threads as they were; an
+    asyncio task copies the mode of the code that created it; and a thread started inside a block
+    starts in its own context, out of load-only mode, unless its work runs in a copy of this one
+    (``contextvars.copy_context().run``). ``ROBUSTKIT_LOAD_ONLY=1`` holds in every thread."""
+    token = _LOAD_ONLY.set(enabled)
     try:
         yield
     finally:
-        _LOAD_ONLY[0] = previous
+        _LOAD_ONLY.reset(token)
 
 
 def _loading_only() -> bool:
-    return _LOAD_ONLY[0] or os.environ.get("ROBUSTKIT_LOAD_ONLY", "").strip().lower() in ("1", "true", "yes")
+    return _LOAD_ONLY.get() or os.environ.get("ROBUSTKIT_LOAD_ONLY", "").strip().lower() in ("1", "true", "yes")
 
 
 def _why_not_current(path: Path, inputs: dict) -> str:
@@ -172,6 +182,16 @@ def atomic_write_text(path: str | Path, text: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays, tuples and sets as JSON's own types (recursively
+    through dicts and lists), so that ``json.dumps`` writes numbers as numbers and lists as lists."""
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, np.ndarray)):
+        return [json_ready(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def write_json(path: str | Path, obj: Any) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, check_queries, spread_latency
+from robustkit.methods import Answer, Query, check_queries, derived_identity, spread_latency
 from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import Hit, split_per_query
 
@@ -168,10 +168,9 @@ class RerankedRAG:
         return list(ids[:self.c])
 
     def identity(self) -> dict:
-        """What decides its answers (``methods.evaluate`` stages results under it)."""
-        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
-                "reranker": self.reranker.identity(), "reader": self.generator.identity(),
-                "reader prompt": READER_VERSION, "m": self.m, "c": self.c, "max_words": self.max_words}
+        """What decides its answers (``methods.evaluate`` stages results under it): every
+        constructor argument (``methods.derived_identity``) and the reader's prompt."""
+        return derived_identity(self, prompts={"reader": READER_VERSION})
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
         queries = check_queries(queries)

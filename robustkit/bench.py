@@ -23,7 +23,8 @@ from robustkit.config import get_scale
 from robustkit.data import DataError, mini_corpus, mini_questions, mini_rewrites
 from robustkit.data import corpus as load_corpus
 from robustkit.device import cpu_info, model_dtype
-from robustkit.llm import CallCache, Generator
+from robustkit.callcache import CallCache
+from robustkit.llm import Generator
 from robustkit.methods import Query
 from robustkit.models import resolve_model
 from robustkit.reader import reader_prompt
@@ -91,6 +92,7 @@ def bench_served(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, flo
     cost and what concurrency buys, not what a GPU server would give."""
     from robustkit.config import with_overrides
     from robustkit.loopback import transformers_serve
+    from robustkit.llm_client import make_generator
     from robustkit.weights import weights_dir
 
     prompts = _reader_prompts(n_prompts)
@@ -101,9 +103,9 @@ def bench_served(n_prompts: int = 16, max_new_tokens: int = 16) -> dict[str, flo
     out = {"in-process batched calls/s": n_prompts / (time.perf_counter() - start)}
     with transformers_serve(weights_dir(local.spec, "float32"), continuous_batching=True) as choice:
         scale = with_overrides(get_scale(), models={"generator": choice})
-        Generator("generator", scale, cache=False).generate(prompts[:2], max_new_tokens=2)  # warm up
+        make_generator("generator", scale, cache=False).generate(prompts[:2], max_new_tokens=2)  # warm up
         for concurrency in (1, 4, 16):
-            served = Generator("generator", scale, cache=False, concurrency=concurrency)
+            served = make_generator("generator", scale, cache=False, concurrency=concurrency)
             start = time.perf_counter()
             answers = served.generate(prompts, max_new_tokens=max_new_tokens)
             out[f"served calls/s, {concurrency} concurrent"] = n_prompts / (time.perf_counter() - start)
@@ -188,6 +190,7 @@ def bench_corm(n_queries: int = 48) -> dict[str, float]:
 
     from robustkit.corm import experiments as ex
     from robustkit.corm import settings
+    from robustkit.corm.build import build
 
     cfg = settings("tiny")
     queries = ex.test_queries(cfg)
@@ -197,7 +200,7 @@ def bench_corm(n_queries: int = 48) -> dict[str, float]:
     out = {f"{name} rerank ms/query": ms for name, ms in latency.items()}
     out["corm / relevance-ce latency"] = latency["corm"] / latency["relevance-ce"]
     out["llm-rerank / corm latency"] = latency["llm-rerank"] / latency["corm"]
-    system = ex.method(cfg, "corm")
+    system = build("corm", cfg)
     system.generator = system.generator.with_cache(False)  # real generation, no replays
     gamma = float(np.median([s[0] for _, s in system.rank(biased)]))
     batch = [Query(str(i), str(i), text) for i, text in enumerate(biased)]
@@ -238,13 +241,14 @@ def bench_counterrefine(n_queries: int = 8) -> dict[str, float]:
     """Questions/s of Baseline-RAG (the draft alone) and of CounterRefine at tiny, no call cache,
     and their ratio of model calls. Every draft takes the REVISE path (threshold 0), the costliest
     case: decision, answer line and citation."""
-    from robustkit.counterrefine import pipeline, settings
+    from robustkit import registry
+    from robustkit.counterrefine import eval_sets, settings
     from robustkit.reader import answer_with_context
     from robustkit.retrieval import top_passages
 
     cfg = settings("tiny")
-    ev = pipeline.eval_sets(cfg)[0]
-    method = pipeline.methods(cfg, ev, revise_above=0.0)["counterrefine"]
+    ev = eval_sets(cfg)[0]
+    method = registry.build("counterrefine", cfg, corpus=ev.corpus, retriever=ev.retriever, revise_above=0.0)
     method.generator = method.generator.with_cache(False)
     texts = [q.text for q in ev.questions[:n_queries]]
     answer_with_context(method.generator, texts[:1], top_passages(ev.retriever, ev.corpus, texts[:1], cfg.k),
@@ -252,11 +256,11 @@ def bench_counterrefine(n_queries: int = 8) -> dict[str, float]:
     start = time.perf_counter()
     answer_with_context(method.generator, texts, top_passages(ev.retriever, ev.corpus, texts, cfg.k),
                         max_words=method.max_words, max_new_tokens=cfg.draft_tokens)
-    out = {"baseline-rag q/s": len(texts) / (time.perf_counter() - start)}
+    out = {"dense (the draft) q/s": len(texts) / (time.perf_counter() - start)}
     start = time.perf_counter()
     answers = method.answer([Query(str(i), q.id, q.text) for i, q in enumerate(ev.questions[:n_queries])])
     out["counterrefine q/s"] = len(texts) / (time.perf_counter() - start)
-    out["baseline / counterrefine time"] = out["baseline-rag q/s"] / out["counterrefine q/s"]
+    out["dense / counterrefine time"] = out["dense (the draft) q/s"] / out["counterrefine q/s"]
     out["model calls, counterrefine / baseline"] = sum(a.model_calls for a in answers) / len(answers)
     return out
 
@@ -265,21 +269,26 @@ def bench_fva(n_queries: int = 8) -> dict[str, float]:
     """Questions/s of vanilla RAG, Self-RAG, CRAG and FVA-RAG at tiny over cache B on data/mini's
     held-out misconception questions, no call cache (FVA-RAG pays for its own draft), and each
     method's model calls and FVA-RAG's NLI calls per question."""
-    from robustkit.fva import pipeline, settings
+    from robustkit import registry
+    from robustkit.fva import eval_sets, settings
+    from robustkit.fva.build import IDS
+    from robustkit.fva.train import calibration_questions
     from robustkit.reader import answer_with_context
+    from robustkit.retrieval import DenseRetriever, load_embedder
     from robustkit.retrieval import top_passages
 
     cfg = settings("tiny")
-    ev = pipeline.eval_sets(cfg)[0]
+    ev = eval_sets(cfg)[0]
     queries = [Query(i.id, i.id, i.text) for i in ev.items[:n_queries]]
-    systems = pipeline.methods(cfg, ev.caches["B"], pipeline.adjudicator(cfg), grader=pipeline.crag_evaluator(cfg),
-                               superset=ev.caches["B"])
-    generator = systems["vanilla"].generator.with_cache(False)  # real generation, no replays
+    dense = DenseRetriever(ev.caches["B"], load_embedder(cfg.scale))
+    systems = {name: registry.build(name, cfg, corpus=ev.caches["B"], retriever=dense,
+                                    calibration=calibration_questions()) for name in IDS}
+    generator = systems["dense"].generator.with_cache(False)  # real generation, no replays
     for system in systems.values():
         system.generator = generator
     if systems["crag"].evaluator is not None:  # its grades are kept on disk: grade afresh
         systems["crag"].evaluator = systems["crag"].evaluator.uncached()
-    probe = systems["vanilla"]
+    probe = systems["dense"]
     answer_with_context(generator, [queries[0].text], top_passages(probe.retriever, probe.corpus, [queries[0].text], 1),
                         max_words=probe.max_words, max_new_tokens=2)  # load + warm up kernels
     out, rates = {}, {}
@@ -292,7 +301,7 @@ def bench_fva(n_queries: int = 8) -> dict[str, float]:
         if name == "fva-rag":
             out["fva-rag NLI calls/q"] = sum(a.trace["adjudicator_calls"] for a in answers) / len(answers)
     for name in ("self-rag", "crag", "fva-rag"):
-        out[f"vanilla / {name} time"] = rates["vanilla"] / rates[name]
+        out[f"dense / {name} time"] = rates["dense"] / rates[name]
     return out
 
 

@@ -1,9 +1,11 @@
 """The LLM call cache: every generated text keyed by (model id, dtype, rendered prompt, decoding
 parameters) in an SQLite file (WAL mode: concurrent readers, and a crash loses at most the batch
 in flight — each batch is committed as one transaction, so no entry is ever half-written).
+``call_key`` makes the key; in-process and served generators (``llm``, ``served``) share it.
 """
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
@@ -11,8 +13,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from robustkit.config import cache_dir
+from robustkit.paths import cache_dir
 from robustkit.locks import exclusive
+
+
+def call_key(model_id: str, rendered: str, params: str) -> str:
+    """The cache key of one call: the model, the decoding parameters (a JSON string) and the text
+    the model reads (a rendered prompt or conversation)."""
+    return hashlib.sha256(f"{model_id}\x00{params}\x00{rendered}".encode()).hexdigest()
 
 
 class CallCache:

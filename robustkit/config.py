@@ -15,27 +15,14 @@ import random
 import socket
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from robustkit import memo
 from robustkit.device import has_gpu
+from robustkit.paths import runs_root
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def _checkout(package_dir: Path) -> Path | None:
-    """The repository the package is imported from (a clone, or an editable install of one), or
-    None for an installed wheel: a checkout has pyproject.toml and data/mini beside the package."""
-    top = package_dir.parent
-    return top if (top / "pyproject.toml").is_file() and (top / "data" / "mini").is_dir() else None
-
-
-# A checkout keeps the repository's layout (data/mini, runs/ and figures/ at its top); an installed
-# wheel carries data/mini inside the package (pyproject's force-include) and writes runs and
-# figures into the user's folder (``home``), never into site-packages.
-CHECKOUT: Path | None = _checkout(PACKAGE_DIR)
-MINI_DIR = CHECKOUT / "data" / "mini" if CHECKOUT else PACKAGE_DIR / "_data" / "mini"
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -63,17 +50,84 @@ def check_knob(name: str, value, *, integer: bool = False, low: float | None = N
         raise ValueError(f"{name} must be <= {high}, got {value!r}")
 
 
-def knobs_at(config_class, defaults: dict[str, dict], scale, changes: dict, what: str):
-    """A method's knobs at a scale — ``config_class`` built from ``defaults[scale name]`` with
-    ``changes`` — or, when ``scale`` already is such a config, that config with ``changes``;
-    an unknown knob is refused with the known ones named (``what``: the method, for messages)."""
-    if isinstance(scale, config_class):
-        return scale.replace(**changes) if changes else scale
-    scale = get_scale(scale)
-    known = {f.name for f in fields(config_class)} - {"scale"}
-    if unknown := sorted(set(changes) - known):
-        raise ValueError(f"unknown {what} knob(s) {unknown}; expected some of {sorted(known)}")
-    return config_class(scale, **{**defaults.get(scale.name, {}), **changes})
+class MethodConfig:
+    """The base of every method's knobs (``corm``, ``fva``, ``counterrefine``, ``alignrag``,
+    ``headtohead``): a frozen dataclass whose first field is the ``Scale`` (so the seed, data and
+    models come along) and whose other fields are the method's knobs, with per-scale defaults in
+    ``DEFAULTS`` (scale name → knob → value; a knob missing there takes its field default).
+
+        cfg = rk.fva.settings(scale, tau=0.7)   # FVAConfig.settings: the defaults, one knob changed
+        cfg.replace(k=5)                          # another config; every knob checked again
+        cfg.knobs()                               # {knob: value}, the scale left out
+        cfg.table()                               # as a notebook shows it
+
+    A subclass is declared ``@dataclass(frozen=True, repr=False)`` (this class's repr names the
+    scale and seed, not the whole ``Scale``) with its name in messages and its defaults —
+    ``class FVAConfig(MethodConfig, what="FVA", defaults=DEFAULTS)`` — and checks its knobs in
+    ``__post_init__``.
+    """
+
+    WHAT: ClassVar[str]
+    DEFAULTS: ClassVar[dict[str, dict]]
+
+    def __init_subclass__(cls, *, what: str, defaults: dict[str, dict], **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.WHAT, cls.DEFAULTS = what, defaults
+
+    @classmethod
+    def settings(cls, scale=None, **changes):
+        """The knobs at a scale (a ``Scale``, its name, or None for ``get_scale()``) — its
+        ``DEFAULTS`` with ``changes`` — or, when ``scale`` already is such a config, that config
+        with ``changes``; an unknown knob is refused with the known ones named."""
+        if isinstance(scale, cls):
+            return scale.replace(**changes) if changes else scale
+        if isinstance(scale, MethodConfig):
+            raise TypeError(f"{cls.WHAT}'s settings take a scale or a {cls.__name__}, got a "
+                            f"{type(scale).__name__}")
+        scale = get_scale(scale)
+        known = {f.name for f in fields(cls)} - {"scale"}
+        if unknown := sorted(set(changes) - known):
+            raise ValueError(f"unknown {cls.WHAT} knob(s) {unknown}; expected some of {sorted(known)}")
+        if scale.name not in cls.DEFAULTS:
+            raise ValueError(f"no {cls.WHAT} defaults for scale {scale.name!r}; expected one of "
+                             f"{sorted(cls.DEFAULTS)}")
+        return cls(scale, **{**cls.DEFAULTS[scale.name], **changes})
+
+    @classmethod
+    def require(cls, cfg):
+        """``cfg`` itself when it is this paper's config, else a TypeError naming the call that makes
+        one: the functions below a paper's entry points take the config their caller normalised
+        (``settings``) rather than normalising it again."""
+        if not isinstance(cfg, cls):
+            raise TypeError(f"expected a {cls.__name__} ({cls.WHAT}'s settings at a scale), got "
+                            f"{type(cfg).__name__}")
+        return cfg
+
+    @classmethod
+    def check_build(cls, name: str, ids, cfg) -> None:
+        """Refuse, before anything is built, a method ``name`` this paper does not define (``ids``)
+        or a config that is not this paper's: what a folder's ``build`` checks first."""
+        if name not in ids:
+            raise ValueError(f"unknown {cls.WHAT} method {name!r}; expected one of {list(ids)}")
+        if not isinstance(cfg, cls):
+            raise TypeError(f"{cls.WHAT}'s build takes a {cls.__name__} (its settings at a scale), got "
+                            f"{type(cfg).__name__}")
+
+    def knobs(self) -> dict:
+        """Every knob and its value (the scale left out), in declaration order."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "scale"}
+
+    def replace(self, **changes):
+        """This config with ``changes``, checked as ``settings`` checks them."""
+        return self.settings(self.scale, **{**self.knobs(), **changes})
+
+    def table(self):
+        """The config as a notebook shows it: one row per knob (``knob_table``)."""
+        return knob_table(self)
+
+    def __repr__(self) -> str:
+        knobs = ", ".join(f"{k}={v!r}" for k, v in self.knobs().items())
+        return f"{type(self).__name__}(scale={self.scale.name!r}, seed={self.scale.seed}, {knobs})"
 
 
 SCALE_DATASETS = ("mini", "nq_open_oracle")  # the datasets with a corpus and training/test splits
@@ -160,10 +214,15 @@ def with_overrides(scale: Scale | str | None, **changes) -> Scale:
     return replace(get_scale(scale), **changes)
 
 
+# the model roles and what each role's model must be (``models.check_model`` checks it); here,
+# the lowest module that reads them, since a scale's model choices name their roles
+ROLE_KINDS = {"generator": "chat LM", "teacher": "chat LM", "adversary": "chat LM",
+              "embedder": "encoder", "critic_init": "encoder",
+              "relevance_ce": "relevance cross-encoder", "nli": "NLI classifier"}
+
+
 def _model_choices(models: dict) -> tuple[tuple[str, str], ...]:
     """``{"generator": "Qwen/…"}`` as the scale's sorted (role, model) pairs; roles checked."""
-    from robustkit.models import ROLE_KINDS
-
     for role, model in models.items():
         if role not in ROLE_KINDS:
             raise ValueError(f"unknown model role {role!r} in models; expected some of {sorted(ROLE_KINDS)}")
@@ -221,34 +280,9 @@ def quiet_model_loading() -> None:
     disable_progress_bars()
 
 
-def cache_dir() -> Path:
-    """Model conversions, the LLM call cache, embeddings and downloads: ``$ROBUSTKIT_CACHE``, else
-    ``robustkit`` under ``$XDG_CACHE_HOME`` (default ``~/.cache``)."""
-    chosen = os.environ.get("ROBUSTKIT_CACHE")
-    path = Path(chosen) if chosen else \
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "robustkit"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def home() -> Path:
-    """The folder ``runs/`` and ``figures/`` go in: ``$ROBUSTKIT_HOME``, else the checkout's top
-    folder, else the current working folder (on Colab ``/content``) — the user's, never the
-    installed package's."""
-    chosen = os.environ.get("ROBUSTKIT_HOME")
-    return Path(chosen) if chosen else CHECKOUT or Path.cwd()
-
-
 def runs_dir(scale: Scale | str | None = None) -> Path:
-    """Artifacts of one scale: ``runs/<scale>/`` under ``home()`` (``$ROBUSTKIT_RUNS`` overrides ``runs/``)."""
-    path = Path(os.environ.get("ROBUSTKIT_RUNS") or home() / "runs") / get_scale(scale).name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def figures_dir() -> Path:
-    """Where figures and their CSVs go: ``figures/`` under ``home()`` (``$ROBUSTKIT_FIGURES`` overrides)."""
-    path = Path(os.environ.get("ROBUSTKIT_FIGURES") or home() / "figures")
+    """Artifacts of one scale: ``runs/<scale>/`` (``paths.runs_root``)."""
+    path = runs_root() / get_scale(scale).name
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 
 from robustkit import __version__, device, nli, resources
 from robustkit.artifacts import read_manifest
-from robustkit.config import (CHECKOUT, MINI_DIR, Scale, cache_dir, get_scale, home, is_offline, runs_dir,
-                              with_overrides)
+from robustkit.config import Scale, get_scale, is_offline, runs_dir, with_overrides
 from robustkit.data import (check_mini, data_dir, load_nli, mini_corpus, mini_misconceptions, mini_multihop,
                             mini_questions, mini_rewrites)
 from robustkit.judges import NLIAdjudicator
@@ -43,6 +42,7 @@ from robustkit.locks import exclusive
 from robustkit.methods import Query, queries_from
 from robustkit.metrics import recall_at_k
 from robustkit.models import kit_trained, resolve_model
+from robustkit.paths import CHECKOUT, MINI_DIR, cache_dir, home
 from robustkit.reader import answer_with_context
 
 if TYPE_CHECKING:
@@ -244,7 +244,8 @@ def check_generator(scale: Scale) -> Outcome:
 
 
 def check_corm(scale: Scale) -> Outcome:
-    from robustkit.corm import experiments, pipeline, settings
+    from robustkit import registry
+    from robustkit.corm import pipeline, settings, train
 
     _require_mirror(f"the {scale.dataset} data", scale.dataset != "mini")
     # sizes shrunk — K to CORM_K and the labelled candidates M to a group's N + 1 (labelling is the
@@ -256,41 +257,43 @@ def check_corm(scale: Scale) -> Outcome:
     reader = resources.generator_for(cfg.scale)
     calls = _Calls(reader, resources.generator_for(cfg.scale, "teacher"),
                    resources.generator_for(cfg.scale, "adversary", system_prompt=None))
-    critic = pipeline.train_critic(cfg, "corm", progress=False)  # perturb → label → groups → train
+    critic = train.train_critic(cfg, "corm", progress=False)  # perturb → label → groups → train
     validation = read_manifest(critic)["stats"]["final validation"]
     if not math.isfinite(validation["loss"]):
         raise CheckFailed(f"the critic's validation loss is {validation['loss']}")
-    train_groups = pipeline.training_groups(cfg)[0]
-    sources = Counter(r["source"] for r in pipeline.perturbations(cfg))
-    gamma = experiments.gamma_at_coverage(cfg, 0.5)  # so that Algorithm 1 both answers and abstains
-    queries = queries_from(experiments.test_queries(cfg))
-    answers = experiments.method(cfg, "corm", gamma=gamma).answer(queries)
+    train_groups = train.training_groups(cfg)[0]
+    sources = Counter(r["source"] for r in train.perturbations(cfg))
+    gamma = train.gamma_at_coverage(cfg, 0.5)  # so that Algorithm 1 both answers and abstains
+    queries = queries_from(pipeline.test_queries(cfg))
+    answers = registry.build("corm", cfg, gamma=gamma).answer(queries)
     _require_well_formed([a.text for a in answers], len(queries))
     abstained = sum(a.abstained for a in answers)
     return Outcome(f"{CORM_TRAIN} train / {METHOD_QUESTIONS} test questions, K={cfg.k_perturbations}, "
                    f"M={cfg.m_candidates} (labels) / {cfg.m_inference} (Algorithm 1), N={cfg.n_negatives}, "
                    f"C={cfg.context_size}; {sources['llm']} adversary rewrites + {sources['template']} templates, "
-                   f"{len(pipeline.labels(cfg))} candidates labelled; critic 1 epoch on {len(train_groups)} groups "
-                   f"from {pipeline.critic_start(cfg)[1]} (no warm start), validation NDCG@3 "
+                   f"{len(train.labels(cfg))} candidates labelled; critic 1 epoch on {len(train_groups)} groups "
+                   f"from {train.critic_start(cfg)[1]} (no warm start), validation NDCG@3 "
                    f"{validation['ndcg@3']:.2f}; Algorithm 1 at "
                    f"γ={gamma:.3f} (50% validation coverage): {len(answers)} clean and biased queries, {abstained} "
                    "abstained", reader.device, reader.dtype, calls.counts())
 
 
 def check_fva(scale: Scale) -> Outcome:
-    from robustkit.fva import pipeline, settings
+    from robustkit import registry
+    from robustkit.fva import eval_sets, settings
+    from robustkit.retrieval import DenseRetriever, load_embedder
 
     _require_mirror("FVA-RAG's TruthfulQA set and its NLI adjudicator's SNLI pairs")
     # τ = 0 falsifies every draft that has an anti-context, so the revision step runs too; CRAG's
-    # trained evaluator is left out (pipeline.methods builds every baseline; FVA-RAG needs none)
+    # trained evaluator is left out (FVA-RAG needs none)
     cfg = settings(scale, n_mini=METHOD_QUESTIONS, n_truthfulqa=METHOD_QUESTIONS, tau=0.0,
                    crag_evaluator="dense-cosine")
-    ev = pipeline.eval_sets(cfg)[0]  # data/mini's held-out misconception questions at tiny, TruthfulQA beyond
+    ev = eval_sets(cfg)[0]  # data/mini's held-out misconception questions at tiny, TruthfulQA beyond
     classifier, which = _nli_classifier(scale)
     generator = resources.generator_for(scale)
     calls = _Calls(generator)
-    fva = pipeline.methods(cfg, ev.caches["B"], NLIAdjudicator(classifier), grader=None,
-                           superset=ev.caches["B"])["fva-rag"]
+    fva = registry.build("fva-rag", cfg, corpus=ev.caches["B"], adjudicator=NLIAdjudicator(classifier),
+                         retriever=DenseRetriever(ev.caches["B"], load_embedder(scale)))
     queries = [Query(i.id, i.id, i.text) for i in ev.items]
     answers = fva.answer(queries)
     _require_well_formed([a.text for a in answers], len(queries))
@@ -306,17 +309,18 @@ def check_fva(scale: Scale) -> Outcome:
 
 
 def check_counterrefine(scale: Scale) -> Outcome:
-    from robustkit.counterrefine import pipeline, settings
+    from robustkit import registry
+    from robustkit.counterrefine import eval_sets, settings
 
     _require_mirror("HotpotQA and NQ-open", scale.dataset != "mini")
     cfg = settings(scale, n_multihop=METHOD_QUESTIONS, n_hotpotqa=METHOD_QUESTIONS, n_factual=1, n_nq=1,
                    n_calibration=1)
-    ev = pipeline.eval_sets(cfg)[0]  # the two-hop set
+    ev = eval_sets(cfg)[0]  # the two-hop set
     generator = resources.generator_for(scale)
     calls = _Calls(generator)
     # REVISE threshold 0 (as bench): a draft goes down the REVISE path — answer line, citation,
     # validator — whenever the refiner gives REVISE any chance; a calibrated one could keep them all
-    method = pipeline.methods(cfg, ev, revise_above=0.0)["counterrefine"]
+    method = registry.build("counterrefine", cfg, corpus=ev.corpus, retriever=ev.retriever, revise_above=0.0)
     queries = [Query(q.id, q.id, q.text) for q in ev.questions]
     answers = method.answer(queries)
     _require_well_formed([a.text for a in answers], len(queries))
@@ -332,28 +336,23 @@ def check_counterrefine(scale: Scale) -> Outcome:
 
 
 def check_alignrag(scale: Scale) -> Outcome:
-    from robustkit.alignrag import settings, train
-    from robustkit.alignrag.method import AlignRAG
+    from robustkit import registry
+    from robustkit.alignrag import eval_sets, settings, train
 
     _require_mirror("HotpotQA and NQ-open", scale.dataset != "mini")
     cfg = settings(scale, n_train=ALIGNRAG_TRAIN, n_factual=METHOD_QUESTIONS, n_nq=METHOD_QUESTIONS,
                    n_multihop=1, n_hotpotqa=1, epochs=1, iterations=1)
-    domain = train.eval_sets(cfg)["in-domain"]
+    domain = eval_sets(cfg)["in-domain"]
     generator = resources.generator_for(scale)
     calls = _Calls(generator)
-    # trained (training corpus, LoRA SFT with TRL, merged) before critic_generator, whose cache
-    # per process would skip training on a second doctor run in one notebook
+    # trained (training corpus, LoRA SFT with TRL, merged) before the refiner is built: its critic
+    # is kept per process, which would skip training on a second doctor run in one notebook
     path = train.train_critic(cfg, "cft")
-    critic = train.critic_generator(cfg, "cft")
-    calls.add(critic)
+    calls.add(train.critic_generator(cfg, "cft"))
     losses = [row["loss"] for row in json.loads((path / "losses.json").read_text())]
     if not losses or not all(math.isfinite(x) for x in losses):
         raise CheckFailed(f"the critic's training losses are {losses}")
-    # one refiner built as pipeline.refiners builds each, which would train all three critics
-    refiner = AlignRAG(domain.retriever, generator, domain.corpus, critic=critic, name="alignrag (cft)",
-                       iterations=cfg.iterations, k=cfg.k, max_words=cfg.max_words or scale.max_passage_words,
-                       rationale_tokens=cfg.rationale_tokens, answer_tokens=cfg.answer_tokens,
-                       critique_tokens=cfg.critique_tokens)
+    refiner = registry.build("alignrag", cfg, corpus=domain.corpus, retriever=domain.retriever)
     queries = [Query(q.id, q.id, q.text) for q in domain.questions]
     answers = refiner.answer(queries)
     _require_well_formed([a.text for a in answers], len(queries))

@@ -6,11 +6,12 @@ so replaying a fully cached run never touches the weights, and once per process:
 several roles (reader, teacher, adversary) that name the same model share one copy.
 
 The weights are loaded by ``robustkit.weights`` (GGUF conversion, the dtype, the GPU's memory plan).
+A role whose model is served (``openai:<model>@<url>``) runs in ``robustkit.llm_client`` instead:
+``llm_client.make_generator`` gives either kind, and the prompt checks below are both kinds'.
 """
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import time
 from typing import Sequence
@@ -18,10 +19,10 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from robustkit import prefix
-from robustkit.callcache import CallCache
+from robustkit.callcache import CallCache, call_key
 from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
 from robustkit.device import DTYPES, model_dtype, pick_device
-from robustkit.models import ModelSpec, auto_config, chosen_models, resolve_model
+from robustkit.models import ModelSpec, auto_config, resolve_model
 from robustkit.weights import fp16_dtype, load_causal_lm, load_tokenizer, weights_dir
 
 Prompt = str | list[dict]
@@ -37,16 +38,6 @@ class Generator:
         ['William Shakespeare']
     """
 
-    def __new__(cls, role: str = "generator", scale: Scale | str | None = None, *,
-                spec: ModelSpec | None = None, **options):
-        """A role whose model is served (``openai:<model>@<url>``) gets a ``ServedGenerator``."""
-        served = spec.source == "openai" if spec else \
-            chosen_models(get_scale(scale)).get(role, "").strip().startswith("openai:")
-        if cls is Generator and served:
-            from robustkit.served import ServedGenerator
-            return ServedGenerator(role, scale, spec=spec, **options)
-        return super().__new__(cls)
-
     def __init__(self, role: str = "generator", scale: Scale | str | None = None, *,
                  spec: ModelSpec | None = None, cache: CallCache | bool = True,
                  dtype: str | None = None, device: str | None = None,
@@ -59,6 +50,10 @@ class Generator:
             check_knob("batch_size", batch_size, integer=True, low=1)
         self.scale = get_scale(scale)
         self.spec = spec or resolve_model(role, self.scale)
+        if self.spec.source == "openai":
+            raise ValueError(f"the {self.spec.role} model {self.spec.name!r} is served, and Generator runs a "
+                             "model in this process; use robustkit.llm_client.make_generator"
+                             f"({self.spec.role!r}, ...), which gives a served or an in-process generator")
         self.device = pick_device(device)
         self.dtype, self.dtype_reason = (dtype, "chosen by the caller") if dtype else model_dtype(self.device)
         if self.dtype == "float16" and self.device.startswith("cuda") and not dtype:
@@ -125,8 +120,8 @@ class Generator:
             progress: show a progress bar (default: when more than one batch is needed).
         """
         check_knob("max_new_tokens", max_new_tokens, integer=True, low=1)
-        _check_strings("stop", stop, 'e.g. stop=("\\n",) ends at a line break; stop=() decodes up '
-                                     "to max_new_tokens")
+        check_strings("stop", stop, 'e.g. stop=("\\n",) ends at a line break; stop=() decodes up '
+                                    "to max_new_tokens")
         params = {"max_new_tokens": max_new_tokens, "stop": list(stop), "decoding": "greedy"}
         return self._cached_map(prompts, params,
                                 lambda ids, groups: self._decode(ids, groups, max_new_tokens, stop),
@@ -139,8 +134,8 @@ class Generator:
 
         Each option is scored by its first token, so options must differ in their first token.
         """
-        _check_call(prompts, batch_size)
-        _check_strings("options", options, 'e.g. options=("yes", "no")')
+        check_prompts(prompts, batch_size)
+        check_strings("options", options, 'e.g. options=("yes", "no")')
         first = [self.tokenizer(o, add_special_tokens=False)["input_ids"][0] for o in options]
         if len(set(first)) != len(first):
             raise ValueError(f"options {list(options)} share a first token; they cannot be told apart")
@@ -169,7 +164,7 @@ class Generator:
         """
         import torch
 
-        _check_call(prompts, batch_size)
+        check_prompts(prompts, batch_size)
         if isinstance(continuations, str):
             raise TypeError("continuations must be a list of strings, not a single str; wrap it in a list")
         if len(continuations) != len(prompts):
@@ -235,12 +230,12 @@ class Generator:
         together and their prefix is computed once (``robustkit.prefix``). Each finished batch is
         committed at once, so an interruption keeps every finished batch.
         """
-        _check_call(prompts, batch_size)
+        check_prompts(prompts, batch_size)
         if not prompts:
             return []
         params = json.dumps({**params, "dtype": self.dtype}, sort_keys=True)
         rendered = [self.render(p) for p in prompts]
-        keys = [_key(self.model_id, text, params) for text in rendered]
+        keys = [call_key(self.model_id, text, params) for text in rendered]
         stored = self.cache.get_many(keys) if self.cache is not None else {}
         done = {k: load(v) for k, v in stored.items()}
         todo = list({k: t for k, t in zip(keys, rendered) if k not in done}.items())
@@ -305,7 +300,7 @@ class Generator:
                                       pad_token_id=self.tokenizer.pad_token_id,
                                       stop_strings=list(stop) or None, tokenizer=self.tokenizer)
         completions = self.tokenizer.batch_decode(out[:, input_ids.shape[1]:], skip_special_tokens=True)
-        return [_cut_at_stop(c, stop).strip() for c in completions]
+        return [cut_at_stop(c, stop).strip() for c in completions]
 
 
 def chat_messages(prompt: Prompt, system_prompt: str | None) -> list[dict]:
@@ -316,7 +311,7 @@ def chat_messages(prompt: Prompt, system_prompt: str | None) -> list[dict]:
     return messages
 
 
-def _check_call(prompts, batch_size: int | None) -> None:
+def check_prompts(prompts, batch_size: int | None) -> None:
     """What every call shares; each prompt must ask something (an empty one is answered all the same)."""
     if batch_size is not None:
         check_knob("batch_size", batch_size, integer=True, low=1)
@@ -337,7 +332,7 @@ def _check_call(prompts, batch_size: int | None) -> None:
                             "or a list of chat messages ({'role': ..., 'content': str})")
 
 
-def _check_strings(name: str, strings, fix: str) -> None:
+def check_strings(name: str, strings, fix: str) -> None:
     """``strings`` must be a list of non-empty strs (a bare str would be split into characters)."""
     if isinstance(strings, str) or not isinstance(strings, Sequence):
         raise TypeError(f"{name} must be a list of strings, got a {type(strings).__name__} ({strings!r:.60})"
@@ -348,10 +343,7 @@ def _check_strings(name: str, strings, fix: str) -> None:
             raise error(f"{name}[{i}] must be a non-empty str, got {text!r}; {fix}")
 
 
-def _key(model_id: str, rendered: str, params: str) -> str:
-    return hashlib.sha256(f"{model_id}\x00{params}\x00{rendered}".encode()).hexdigest()
-
-
-def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` up to the first of the ``stop`` strings in it (all of it when none is)."""
     cut = min((i for s in stop if (i := text.find(s)) >= 0), default=len(text))
     return text[:cut]

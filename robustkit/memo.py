@@ -13,16 +13,17 @@ the runtime. Caches of objects built from artifacts under ``runs/`` (a trained c
 calibrated weight) take ``per_runs_folder=True``: they are also keyed by the runs folder, so a
 process that switches folders never reuses the other folder's models.
 
-This module imports nothing from the kit at load time, so the lowest modules (models, weights,
-device) can declare their caches here too.
+This module imports only ``paths`` (which imports nothing from the kit), so every other module,
+the lowest (config, device, models, weights) included, can declare its caches here.
 """
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from functools import lru_cache, wraps
 from typing import Callable
+
+from robustkit.paths import runs_root
 
 _CACHES: dict[str, Callable] = {}  # "module.function" → its lru_cache
 _HOLDINGS: dict[str, dict] = {}  # "module.variable" → a registered dictionary
@@ -44,7 +45,7 @@ def cached(maxsize: int, *, per_runs_folder: bool = False) -> Callable[[Callable
 
         @wraps(function)
         def call(*args, **kwargs):
-            return keyed(_runs_folder(), *args, **kwargs)
+            return keyed(str(runs_root()), *args, **kwargs)
 
         call.cache_clear, call.cache_info = keyed.cache_clear, keyed.cache_info
         _CACHES[name] = call
@@ -93,7 +94,3 @@ def clear(verbose: bool = True) -> dict[str, int]:
     return released
 
 
-def _runs_folder() -> str:
-    from robustkit.config import home
-
-    return os.environ.get("ROBUSTKIT_RUNS") or str(home() / "runs")

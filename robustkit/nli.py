@@ -28,7 +28,7 @@ import numpy as np
 
 from robustkit.artifacts import digest, read_manifest, stage
 from robustkit.config import Scale, check_knob, get_scale, quiet_model_loading, runs_dir
-from robustkit.data.nli import LABELS, NLIPair, NLISet, load_nli
+from robustkit.data.nli import LABELS, NLIPair, NLISet, label_columns, load_nli
 from robustkit.data.records import write_jsonl
 from robustkit.device import pick_device, place
 from robustkit.models import kit_trained, resolve_model
@@ -127,19 +127,6 @@ class NLIClassifier:
 
     def __repr__(self) -> str:
         return f"NLIClassifier({self.name!r}, device={self.device!r})"
-
-
-def label_columns(id2label: dict) -> list[int]:
-    """The model's output index of each of ``LABELS``, read from its config's label names.
-
-    ``{0: "CONTRADICTION", 1: "ENTAILMENT", 2: "NEUTRAL"}`` → ``[1, 2, 0]``. A model whose labels
-    are not exactly the three NLI classes is refused: its probabilities would mean something else.
-    """
-    by_name = {str(name).strip().lower(): int(index) for index, name in id2label.items()}
-    if len(id2label) != len(LABELS) or set(by_name) != set(LABELS):
-        raise ValueError(f"the model's labels {sorted(map(str, id2label.values()))} are not the "
-                         f"three NLI classes {list(LABELS)}: not a three-way NLI classifier")
-    return [by_name[label] for label in LABELS]
 
 
 def nli_model(scale: Scale | str | None = None, *, progress: bool = True) -> NLIClassifier:

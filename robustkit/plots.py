@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 
 from robustkit.artifacts import atomic_write_text
-from robustkit.config import figures_dir
+from robustkit.paths import figures_dir
 
 PALETTE = {"clean": "#4C72B0", "biased": "#DD8452"}
 KIT, PAPER = "#4C72B0", "#999999"  # the kit's own numbers, and a paper's published ones

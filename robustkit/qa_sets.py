@@ -39,10 +39,10 @@ def short_answer_sets(scale: Scale | str | None = None, *, n_multihop: int = 0, 
 
 @memo.cached(8)
 def _sets(scale: Scale, n_multihop: int, n_factual: int, n_hotpotqa: int, n_nq: int, n_train: int) -> tuple:
-    pick, embedder = resources.sample, load_embedder(scale)
+    pick = resources.sample
     if scale.dataset == "mini":
         mini = mini_corpus()
-        dense = DenseRetriever(mini, embedder)
+        dense = _BuiltOnFirstUse("dense", lambda: DenseRetriever(mini, load_embedder(scale)))  # the two sets' one
         return tuple(QASet(name, pick(test, n, scale.seed), pick(train, n_train, scale.seed), mini, dense,
                            mini_fingerprint(), multihop)
                      for name, test, train, n, multihop in (
@@ -53,11 +53,29 @@ def _sets(scale: Scale, n_multihop: int, n_factual: int, n_hotpotqa: int, n_nq: 
     chosen = {q.id for q in evaluated}
     held_out = [q for q in hotpot.records if q.id not in chosen]
     paragraphs = Corpus([p for q in hotpot.records for p in q.extra["paragraphs"]], "hotpotqa-paragraphs")
-    scoped = ScopedRetriever(DenseRetriever(paragraphs, embedder),
-                             {q.id: [p.id for p in q.extra["paragraphs"]] for q in hotpot.records})
+    scopes = {q.id: [p.id for p in q.extra["paragraphs"]] for q in hotpot.records}
+    scoped = _BuiltOnFirstUse(ScopedRetriever.name, lambda: ScopedRetriever(
+        DenseRetriever(paragraphs, load_embedder(scale)), scopes))
     oracle, nq = corpus("nq_open_oracle"), load("nq_open_oracle", "test")
     return (QASet("hotpotqa", evaluated, pick(held_out, n_train, scale.seed) if held_out else [],
                   paragraphs, scoped, hotpot.fingerprint, True),
             QASet("nq_open", pick(nq.records, n_nq, scale.seed),
                   pick(load("nq_open_oracle", "train").records, n_train, scale.seed),
-                  oracle, DenseRetriever(oracle, embedder), nq.fingerprint, False))
+                  oracle, _BuiltOnFirstUse("dense", lambda: DenseRetriever(oracle, load_embedder(scale))),
+                  nq.fingerprint, False))
+
+
+class _BuiltOnFirstUse:
+    """A retriever built when first searched (or asked for anything but its name): describing a
+    set (``describe``, a run log) names its retriever without loading the embedder or embedding
+    the corpus."""
+
+    def __init__(self, name: str, build):
+        self.name, self._build, self._built = name, build, None
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):  # copy and pickle probe for these before __init__ has run
+            raise AttributeError(attribute)
+        if self._built is None:
+            self._built = self._build()
+        return getattr(self._built, attribute)

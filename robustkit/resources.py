@@ -15,6 +15,7 @@ from robustkit.data import Corpus, Question, corpus, load, mini_questions
 from robustkit.llm import DEFAULT_SYSTEM, Generator
 from robustkit.models import resolve_model
 from robustkit.retrieval import BM25Retriever, DenseRetriever, load_embedder
+from robustkit.llm_client import ServedGenerator, make_generator
 
 
 def corpus_for(scale: Scale | str | None = None) -> Corpus:
@@ -28,14 +29,23 @@ def retriever_for(scale: Scale | str | None = None) -> DenseRetriever:
     return _dense(scale.dataset, resolve_model("embedder", scale, verbose=False))
 
 
+def searched(scale: Scale | str | None, corpus: Corpus | None = None, retriever=None) -> tuple:
+    """(corpus, retriever) a method reads: the scale's corpus and dense retriever, or a corpus of
+    the caller's with the retriever that searches it — both or neither."""
+    if (corpus is None) != (retriever is None):
+        raise ValueError("pass corpus= and the retriever= that searches it together, or neither (the scale's)")
+    return (corpus, retriever) if corpus is not None else (corpus_for(scale), retriever_for(scale))
+
+
 def bm25_for(scale: Scale | str | None = None) -> BM25Retriever:
     """BM25 over the scale's corpus."""
     return _bm25(get_scale(scale).dataset)
 
 
 def generator_for(scale: Scale | str | None = None, role: str = "generator", *,
-                  system_prompt: str | None = DEFAULT_SYSTEM) -> Generator:
-    """The scale's model for ``role`` (reader, teacher, adversary), with the user's call cache."""
+                  system_prompt: str | None = DEFAULT_SYSTEM) -> Generator | ServedGenerator:
+    """The scale's model for ``role`` (reader, teacher, adversary), in process or served, with the
+    user's call cache."""
     return _generator(get_scale(scale), role, system_prompt)
 
 
@@ -84,5 +94,5 @@ def _bm25(dataset: str) -> BM25Retriever:
 
 
 @memo.cached(16)
-def _generator(scale: Scale, role: str, system_prompt: str | None) -> Generator:
-    return Generator(role, scale, system_prompt=system_prompt)
+def _generator(scale: Scale, role: str, system_prompt: str | None) -> Generator | ServedGenerator:
+    return make_generator(role, scale, system_prompt=system_prompt)

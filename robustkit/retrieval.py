@@ -11,7 +11,8 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from robustkit import memo
-from robustkit.config import Scale, cache_dir, check_knob, get_scale, quiet_model_loading
+from robustkit.config import Scale, check_knob, get_scale, quiet_model_loading
+from robustkit.paths import cache_dir
 from robustkit.data.records import Corpus, DataError, Passage
 from robustkit.device import pick_device
 from robustkit.locks import exclusive

@@ -157,15 +157,15 @@ def _answer_json(answer: Answer, question: str, corpus) -> dict:
 
 
 def main(method_name: str, scale=None, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Build the method as notebook 08 does (trained parts reused when staged) and serve it."""
+    """Build the method by its registry id at its paper's defaults (trained parts reused when
+    staged) and serve it."""
     import uvicorn
 
-    from robustkit import resources
-    from robustkit.headtohead.config import settings
-    from robustkit.headtohead.pipeline import system
+    from robustkit import registry, resources
+    from robustkit.config import get_scale
 
-    cfg = settings(scale)
-    method = system(cfg, method_name)
+    scale = get_scale(scale)
+    method = registry.build(method_name, scale)
     print(f"[robustkit] serving {method.name} at http://{host}:{port}/v1 (OpenAI chat completions, "
           f"model {method.name!r}; plain JSON at /v1/rag)", flush=True)
-    uvicorn.run(app_for(method, resources.corpus_for(cfg.scale)), host=host, port=port, log_level="warning")
+    uvicorn.run(app_for(method, resources.corpus_for(scale)), host=host, port=port, log_level="warning")

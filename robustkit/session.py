@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 
-from robustkit import config, device
+from robustkit import config, device, paths
 from robustkit.models import (ROLE_KINDS, OfflineModelError, check_models, chosen_models,
                               resolve_model)
 
@@ -54,7 +54,7 @@ def report(scale: config.Scale, checked: list[dict]) -> str:
              f"{scale.n_train_questions or 'all'} training / {scale.n_test_questions or 'all'} test questions",
              f"  {machine} · language models in {dtype} · cross-encoders in "
              f"{precision[device.mixed_precision(where)]}",
-             f"  runs → {_shown(config.home() / 'runs')}, figures → {_shown(config.home() / 'figures')}"]
+             f"  runs → {_shown(paths.runs_root())}, figures → {_shown(paths.home() / 'figures')}"]
     chosen = chosen_models(scale)
     lines += [f"  {row['role']}: {row['model']} (your choice, {row['source']}; checked)"
               for row in checked if row["role"] in chosen]

@@ -4,11 +4,12 @@ estimated otherwise, and always labelled which.
     expected_time("04", "colab", rk.device.gpu())   # the line rk.start(notebook="04") prints
     estimate_minutes("02", "colab", "T4")           # the estimate alone
     python -m robustkit.timings                     # the README's table: notebooks × GPUs at colab
+    python -m robustkit.timings 04 colab T4         # one notebook's estimate, row by row
 
 An estimate turns a notebook's model work (``workload.notebook_work``: prompts, tokens, training
 pairs, from the scale's knobs) into seconds on a GPU from its datasheet: 16-bit dense tensor
 FLOP/s and memory bandwidth, at efficiencies the kit assumes for its own code (transformers'
-eager ``generate``, batch 32, one stream): ``PREFILL_MFU`` of peak in prompts and scoring,
+eager ``generate``, the scale's ``gen_batch_size``, one stream): ``PREFILL_MFU`` of peak in prompts and scoring,
 ``DECODE_BANDWIDTH`` of the memory bandwidth plus a per-step launch overhead in decoding,
 ``TRAIN_MFU`` in training (the kit's critic loop's, on the results page). None of the
 GPU numbers has been measured on that GPU; a device the kit has been timed on is listed in
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 
 from robustkit.config import Scale, get_scale
 from robustkit.models import SHIPPED
+from robustkit.run_times import MEASURED
 
-BATCH = 32  # prompts decoded together (config.SCALES' gen_batch_size)
 PREFILL_MFU = 0.30  # share of peak tensor FLOP/s a forward pass over prompts or pairs reaches (assumed)
 DECODE_BANDWIDTH = 0.60  # share of memory bandwidth a decoding step streams the weights at (assumed)
 STEP_OVERHEAD_S = (0.005, 0.0003)  # a decoding step's fixed cost: 5 ms + 0.3 ms a layer (launches, Python; assumed)
@@ -61,25 +62,10 @@ SIZES = {"Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, 0.23e9, 28), "Qwen/Qwen2.5-3B-In
          "cross-encoder/nli-deberta-v3-base": (184e6, 98.4e6, 12),
          "cross-encoder/nli-deberta-v3-large": (435e6, 131e6, 24)}
 
-def measured_times() -> dict[tuple[str, str, str], tuple[float, str]]:
-    """The wall times the kit measured — the results page's ``run_times.csv`` (figures/ in a
-    checkout, a copy inside an installed package): (what, scale, device kind) -> (seconds, where
-    and how), ``what`` a notebook ("notebook 04") or a command ("run corm --no-llm-rerank")."""
-    import csv
 
-    from robustkit.config import CHECKOUT, PACKAGE_DIR
-
-    path = CHECKOUT / "figures" / "run_times.csv" if CHECKOUT else PACKAGE_DIR / "_data" / "run_times.csv"
-    with open(path, newline="", encoding="utf-8") as handle:
-        return {(row["what"], row["scale"], row["device"]): (float(row["seconds"]), row["measured_on"])
-                for row in csv.DictReader(handle)}
-
-
-MEASURED = measured_times()
-
-
-def estimate_seconds(work, gpu: GPUProfile, size: tuple[float, float, int]) -> float:
-    """Seconds for one ``workload.Work`` row on ``gpu`` with a model of ``size``."""
+def estimate_seconds(work, gpu: GPUProfile, size: tuple[float, float, int], batch: int) -> float:
+    """Seconds for one ``workload.Work`` row on ``gpu`` with a model of ``size``, decoding ``batch``
+    prompts together (the scale's ``gen_batch_size``)."""
     params, embeddings, layers = size
     compute = params - embeddings  # an embedding lookup costs no FLOPs
     flops_per_s = gpu.tflops * 1e12
@@ -92,9 +78,9 @@ def estimate_seconds(work, gpu: GPUProfile, size: tuple[float, float, int]) -> f
     if work.kind == "lora":  # forward, backward through frozen weights, one recomputed forward
         return 8 * compute * work.items * work.tokens_in / (flops_per_s * LORA_MFU)
     prefill = 2 * compute * prompt_tokens / (flops_per_s * PREFILL_MFU)
-    steps = math.ceil(work.items / BATCH) * (work.budget or work.tokens_out)
+    steps = math.ceil(work.items / batch) * (work.budget or work.tokens_out)
     weights = 2 * params / (gpu.bandwidth_gbs * 1e9 * DECODE_BANDWIDTH)  # 16-bit weights, read once a step
-    step = max(weights, 2 * compute * BATCH / (flops_per_s * PREFILL_MFU))
+    step = max(weights, 2 * compute * batch / (flops_per_s * PREFILL_MFU))
     return prefill + steps * (step + STEP_OVERHEAD_S[0] + STEP_OVERHEAD_S[1] * layers)
 
 
@@ -117,7 +103,7 @@ def estimate_minutes(notebook: str, scale: Scale | str | None, gpu: str) -> floa
 
     scale = get_scale(scale)
     work = notebook_work(notebook, scale)
-    compute = sum(estimate_seconds(w, GPUS[gpu], model_size(w.role, scale)) for w in work)
+    compute = sum(estimate_seconds(w, GPUS[gpu], model_size(w.role, scale), scale.gen_batch_size) for w in work)
     # each hub model the notebook uses is downloaded once into a fresh session (roles may share one)
     hub = {model_id(w.role, scale): w.role for w in work if model_id(w.role, scale) in SIZES}
     download = sum(2 * model_size(role, scale)[0] for model, role in hub.items()
@@ -174,5 +160,25 @@ def colab_table(scale: str = "colab") -> str:
     return "\n".join(lines)
 
 
+def breakdown(notebook: str, scale: Scale | str | None = "colab", gpu: str = "T4") -> str:
+    """``notebook``'s estimate on ``gpu`` row by row: each ``workload.Work`` and its seconds (the total
+    adds the notebook's model downloads)."""
+    from robustkit.workload import stage_work
+
+    scale = get_scale(scale)
+    lines = [f"notebook {notebook} at {scale.name} on a {GPUS[gpu].name}: about "
+             f"{estimate_minutes(notebook, scale, gpu):.1f} min (estimated)"]
+    for stage, rows in stage_work(notebook, scale).items():
+        for w in rows:
+            seconds = estimate_seconds(w, GPUS[gpu], model_size(w.role, scale), scale.gen_batch_size)
+            lines.append(f"  [{stage}] {w.what}: {w.role} {w.kind} {w.items:,} × {w.tokens_in} tokens"
+                         + (f", {w.tokens_out} of {w.budget} out" if w.kind == "generate" else "")
+                         + (f", prefix {w.shared_prefix} shared by {w.share}" if w.share > 1 else "")
+                         + f": {seconds:,.1f} s")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(colab_table())
+    import sys
+
+    print(breakdown(*sys.argv[1:]) if sys.argv[1:] else colab_table())

@@ -25,7 +25,8 @@ from tqdm.auto import tqdm
 
 from robustkit import memo
 from robustkit.artifacts import atomic_write_text
-from robustkit.config import cache_dir, quiet_model_loading, show_progress
+from robustkit.config import quiet_model_loading, show_progress
+from robustkit.paths import cache_dir
 from robustkit.device import GPU_MEMORY, gpu
 from robustkit.locks import exclusive
 from robustkit.models import ModelSpec, auto_config, parameter_count

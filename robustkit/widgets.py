@@ -23,7 +23,7 @@ def gamma_explorer(results: pd.DataFrame, method: str = "corm", condition: str =
     """A γ slider: coverage, selective accuracy and which questions Algorithm 1 abstains on.
 
     Works on a results table of forced answers with confidences S[0] (``methods.run``, e.g. via
-    ``corm.experiments.run_methods``): a question is answered at γ when S[0] ≥ γ, so nothing is
+    ``corm.pipeline.run_methods``): a question is answered at γ when S[0] ≥ γ, so nothing is
     recomputed.
     """
     import ipywidgets as widgets
@@ -153,7 +153,7 @@ def refinement_explorer(results: pd.DataFrame, corpora: dict, method: str = "cou
     """
     import ipywidgets as widgets
 
-    variants = [m for m in results["method"].unique() if m != "baseline-rag"]
+    variants = [m for m in results["method"].unique() if m != "dense"]
     rows = results[results["method"] == method].reset_index(drop=True)
     labels = [(f"[{r.dataset}] {'✓' if r.correct else '✗'} {r.query[:70]}", i) for i, r in rows.iterrows()]
     pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
@@ -188,7 +188,7 @@ def refinement_explorer(results: pd.DataFrame, corpora: dict, method: str = "cou
 
 
 def _draft_correct(results: pd.DataFrame, row) -> bool:
-    base = results[(results["method"] == "baseline-rag") & (results["dataset"] == row["dataset"])
+    base = results[(results["method"] == "dense") & (results["dataset"] == row["dataset"])
                    & (results["question_id"] == row["question_id"])]
     return bool(base["correct"].iloc[0])
 
@@ -203,7 +203,7 @@ def trajectory_explorer(results: pd.DataFrame):
     labels = [(f"[{r.dataset}] {r.question[:70]}", r.question_id) for r in start.itertuples()]
     pick = widgets.Dropdown(options=labels, description="question", layout=widgets.Layout(width="95%"))
     refiner = widgets.Dropdown(options=refiners, description="refiner",
-                               value="alignrag (cft)" if "alignrag (cft)" in refiners else refiners[0])
+                               value="alignrag" if "alignrag" in refiners else refiners[0])
     out = widgets.Output()
 
     def show(change=None):
@@ -234,7 +234,7 @@ def headtohead_explorer(results: pd.DataFrame, corpus):
     import ipywidgets as widgets
     from IPython.display import display
 
-    from robustkit.headtohead.experiments import first_answer
+    from robustkit.methods import first_answer
 
     queries = results.drop_duplicates("query_id")
     right = results.groupby("query_id")["correct"].sum()

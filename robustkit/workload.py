@@ -3,18 +3,41 @@
     rows = notebook_work("02", "colab")     # list[Work], from a cold cache, notebooks run in order
     stages = stage_work("04", "tiny")       # the same rows by stage, for a breakdown
 
-Counts follow the knobs (``rk.<method>.settings``, ``crossencoder.relevance.RECIPES``, ``nli.TRAINING``,
+Counts follow the knobs (each method's ``settings``, ``crossencoder.relevance.RECIPES``, ``nli.TRAINING``,
 ``config.SCALES``) and leave out what is cached already: the LLM call cache keys a prompt, cross-encoder
 scores are stored per checkpoint, stage artifacts (rewrites, labels, critics, the NLI model) are reused
 downstream. Different methods reading the same context also hit the cache; that overlap depends on the
-data and is not subtracted (an upper bound). Tokens: SmolLM2's tokenizer on the kit's prompt builders
-and data (Qwen's, not available offline, assumed alike). Rates are measured at tiny/small, assumed beyond.
+data and is not subtracted (an upper bound). A prompt's tokens are its method's prompt counted with its
+chat template (``prompt_skeletons``, ``workload_prompts``) plus its passages, question and answer, whose
+lengths were measured on the data (``workload_measured``, as are reply lengths and the rates of each
+step). Rates are measured at tiny/small, assumed beyond.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from inspect import signature
 
+from robustkit import adaptive, memo
+from robustkit.alignrag import config as alignrag_config, method as alignrag_method
+from robustkit.alignrag.critique import CRITIQUE_HEAD, Rationale
+from robustkit.baselines import LLMReranker
 from robustkit.config import Scale, get_scale
+from robustkit.corm import config as corm_config, perturb
+from robustkit.counterrefine import config as counterrefine_config, method as counterrefine_method
+from robustkit.crossencoder.groups import split_groups
+from robustkit.crossencoder.relevance import RECIPES
+from robustkit.data.records import Question
+from robustkit.fva import config as fva_config, method as fva_method
+from robustkit.headtohead import config as headtohead_config
+from robustkit.llm import DEFAULT_SYSTEM
+from robustkit.models import MODEL_REGISTRY
+from robustkit.nli import TRAINING
+from robustkit.reader import answer_with_context, reader_prompt
+from robustkit.workload_measured import (ALIAS_HIT, CORPORA, CR_QUERIES, CR_SNIPPETS, GOLD_ANSWER, MC_OPTION,
+                                         MC_OPTIONS, MINI_MISCONCEPTIONS, NEG_FOUND, POOL_GROWTH, QUERY, RATES,
+                                         SNLI_DEV, SNLI_TRAIN, TQA_TEXT, TQA_TEXTS, TRAIN_TEST, TRUTHFULQA, decoded,
+                                         embedded_tokens, pair_tokens, passage_tokens, qa_sets)
+from robustkit.workload_prompts import CUT, Prompt, staged_table, tokens
 
 
 @dataclass(frozen=True)
@@ -24,92 +47,69 @@ class Work:
     kind: str  # generate | forward | train | lora
     items: int  # prompts, (query, passage) pairs, or training examples × epochs
     tokens_in: int  # typical tokens per item (prompt with chat template and system prompt; or pair)
-    tokens_out: int = 0  # average new tokens per generated item (measured at tiny: ``_out``)
+    tokens_out: int = 0  # average new tokens per generated item (``workload_measured.DECODE``)
     shared_prefix: int = 0  # tokens of each prompt shared with others (robustkit/prefix.py)
     share: int = 1  # how many prompts share that prefix
     budget: int = 0  # max_new_tokens: a batch decodes until its longest row stops, often this
 
 
-# --- measured constants ---------------------------------------------------------------------------
-# Split sizes where a knob is 0 (= all): data/mini/README.md; NQ-open oracle's 80/20 split counted with
-# rk.data.load (2,163 / 492); HotpotQA 488 (9.86 paragraphs each), TruthfulQA 817 (shared/datasets).
-TRAIN_TEST = {"mini": (104, 56), "nq_open_oracle": (2163, 492)}
-MINI_MULTIHOP, MINI_MISCONCEPTIONS, HOTPOT, HOTPOT_PARAGRAPHS, TRUTHFULQA = (29, 15), (43, 21), 488, 9.86, 817
-# Per corpus: deciles (5th…95th percentile) of a passage's words as prompts show it (title + text),
-# SmolLM2 tokens per word, MiniLM WordPiece tokens per word (cross-encoder and NLI pairs; taken for
-# DeBERTa too), measured on 400 passages each; and its passages (embedded once per embedder).
-CORPORA = {
-    "mini": ((53, 58, 61, 63, 65, 68, 70, 73, 78, 87), 1.349, 1.232, 964),
-    "nq": ((30, 48, 60, 70, 81, 93, 102, 103, 104, 108), 1.447, 1.321, 2600),
-    "tqa_A": ((25, 33, 38, 43, 49, 53, 58, 65, 75, 92), 1.258, 1.272, 817),
-    "tqa_B": ((21, 29, 33, 38, 43, 47, 53, 59, 68, 86), 1.246, 1.269, 1634),
-    "hotpot": ((28, 44, 56, 66, 76, 86, 99, 113, 134, 180), 1.513, 1.335, 4811),
-}
-# Mean tokens of a query (SmolLM2, MiniLM). NQ rewrites: NQ questions plus the 11.4 tokens data/mini's
-# hand-written rewrites add to their questions (22.5 vs 11.1).
-QUERY = {"mini": (11.1, 9.6), "mini_rewrite": (22.5, 19.6), "nq": (10.7, 9.9), "nq_rewrite": (22.1, 19.9),
-         "truthfulqa": (13.0, 13.0), "mini_misconception": (13.7, 13.7), "hotpot": (20.6, 18.7),
-         "mini_multihop": (15.4, 13.1)}
-# Each prompt rendered with its chat template, system prompt, instruction and prefill, but with empty
-# passages, question and answer (SmolLM2 tokens; HEAD of them are the template and system prompt).
-# The adversary's, by perturbation type: I/II (demonstrations and the question) and III (a domain only).
-HEAD = 26
-OVERHEAD = {"reader": 54, "llm_rerank": 56, "kill": 72, "revision": 111, "is_relevant": 48, "is_supported": 53,
-            "closed_book": 36, "crag_rewrite": 51, "cr_refine": 92, "ar_reason": 49, "ar_answer": 58,
-            "ar_strong": 51, "ar_critic": 67, "ar_selffb": 60, "ar_refine": 62, "ar_closed": 46, "adversary": 168,
-            "adversary_III": 49}
-# MiniLM tokens of an SNLI training pair (26) and of an SNLI/MNLI dev pair (32); distinct MC1 ∪ MC2
-# options per TruthfulQA question and tokens of one (question + option); texts TruthfulQA's embedding
-# rule embeds per question and call (its references and "I have no comment").
-SNLI_TRAIN, SNLI_DEV, MC_OPTIONS, MC_PROMPT, TQA_TEXTS = 26, 32, 7.59, 52, 8.6
+def prompt_skeletons() -> dict[str, Prompt]:
+    """Every prompt the workload counts, built by its method's own builder or template with empty
+    passages, question and answer: name -> (system prompt, variants of its chat messages). A prefilled
+    reply ("1.", "Reasoning:", "Answer:") is the method's own, written here as it writes it inline."""
+    ask = lambda user, reply=None, system=DEFAULT_SYSTEM: (system, [[{"role": "user", "content": user}] + (
+        [{"role": "assistant", "content": reply}] if reply is not None else [])])
+    ar, cr, fva, e = alignrag_method, counterrefine_method, fva_method, dict(question="", answer="")
+    y, refine = Rationale("", ""), cr.REFINE_PROMPT.format(snippets="", question="", draft="")
+    # the adversary runs without the kit's system prompt (corm.pipeline); its type I/II prompts are
+    # averaged over the sub-templates as ``rotation`` balances them and over the 3 demonstration orders;
+    # "X" stands for the wrong belief y′, the question is added per dataset (``_adversary``)
+    blank = [Question(f"q{i}", "?", ("a",)) for i in range(6)]  # "?": an empty question once stripped
+    plan = lambda kind, sub, demo=0, domain="": {"type": kind, "subtemplate": sub, "demo": demo, "domain": domain,
+                                                "wrong_entity": "X" if kind == perturb.FALSE_PREMISE else None}
+    slots = [(kind, sub) for _, _, kind, sub in perturb.rotation(blank, 1)]
+    return {
+        "head": ask(CUT),  # what the chat template and system prompt put before any prompt's content
+        "mc": ask("", ""),  # TruthfulQA's MC: the question alone, an option as the reply
+        "reader": ask(reader_prompt("", [])),
+        "reader_head": ask(reader_prompt(CUT, [])),  # all but the question (and what follows it)
+        "llm_rerank": ask(LLMReranker.PROMPT.format(passage="", question="")),
+        "llm_rerank_head": ask(LLMReranker.PROMPT.format(passage=CUT, question="")),
+        "is_relevant": ask(adaptive.IS_RELEVANT.format(passage="", question="")),
+        "is_supported": ask(adaptive.IS_SUPPORTED.format(passage="", **e)),
+        "closed_book": ask(adaptive.CLOSED_BOOK.format(question="")),
+        "crag_rewrite": ask(adaptive.REWRITE.format(question="")),
+        "kill": ask(fva.KILL_PROMPT.format(m=3, **e), "1."),  # m, one digit: one token at any value
+        "revision": ask(fva.REVISION_PROMPT.format(positive="", negative="", **e), fva.REVISION_PREFILL),
+        "cr_refine": ask(refine, cr.REFINE_PREFILL),
+        "cr_revise": ask(refine, f"{cr.REFINE_PREFILL} REVISE\nANSWER:"),  # constrained decoding's REVISE answer
+        "cr_cite": ask(refine, f"{cr.REFINE_PREFILL} REVISE\nANSWER: \nEVIDENCE: ["),  # then its cited snippet
+        "ar_reason": ask(ar.REASON.format(documents="", question=""), "Reasoning:"),
+        "ar_answer": ask(ar.answer_prompt(" ", "", ""), "Answer:"),  # " ": with documents, none counted
+        "ar_answer_closed": ask(ar.answer_prompt(None, "", ""), "Answer:"),
+        "ar_strong": ask(ar.STRONG.format(documents="", question="", gold=""), "Reasoning:"),
+        "ar_critic": ask(ar.critic_prompt("", [], y, 1)[0]["content"], CRITIQUE_HEAD),
+        "ar_selffb": ask(ar.critic_prompt("", [], y, 1, template=ar.SELF_FEEDBACK)[0]["content"], CRITIQUE_HEAD),
+        "ar_refine": ask(ar.REFINE.format(documents="", reasoning="", critique=CRITIQUE_HEAD, **e), "Reasoning:"),
+        "ar_closed": ask(ar.CLOSED_BOOK.format(question=""), "Reasoning:"),
+        "adversary": (None, [perturb.adversary_prompt(blank[0], plan(kind, sub, demo)) for kind, sub in slots
+                             if kind != perturb.TOPICAL_DISTRACTION for demo in range(3)]),
+        "adversary_III": (None, [perturb.adversary_prompt(blank[0], plan(perturb.TOPICAL_DISTRACTION, "", 0, domain))
+                                 for domain in perturb.DISTRACTION_DOMAINS])}
 
 
-def _out(kind: str, budget: int) -> float:
-    """Average new tokens, measured on SmolLM2's cached outputs at tiny ((n) calls), as a share of
-    the budget or a cap; kept at every scale (bigger models stop sooner: this errs long)."""
-    return {"read": min(0.9 * budget, 15.7),  # reader: 11.0 of 12 (8), 14.2 of 16 (441), 15.7 of 24 (20)
-            "adversary": min(budget, 22.0), "adversary_III": min(budget, 19.0),  # of 32 (82 and 8)
-            "no_stop": budget,  # FVA's kill queries decode without a stop string: 40 of 40 (5)
-            "revision": 0.47 * budget,  # FVA revisions 15.0 of 32 (3); CRAG rewrites 10.3 of 24 (3)
-            "cr_answer": min(0.9 * budget, 10.5),  # constrained REVISE answers: 10.8 of 12 (4), 10.5 of 24 (2)
-            "cr_free": min(budget, 16.0),  # assumed: the length of a DECISION / ANSWER / EVIDENCE reply
-            "rationale": 0.88 * budget, "answer": 0.74 * budget,  # AlignRAG: 21.0 of 24 (6), 5.9 of 8 (8)
-            "critique": 0.78 * budget}[kind]  # critic 36.0 of 40 (2), self-feedback 26.2 of 40 (4)
+@memo.cached(1)
+def overheads() -> dict[str, float]:
+    """Tokens of each prompt of ``prompt_skeletons`` (``workload_prompts.tokens``)."""
+    return tokens(prompt_skeletons())
 
 
-# Data-dependent rates: tiny is SmolLM2 on data/mini, small SmolLM2 on the real data; colab and paper
-# take small's except where a bigger teacher/adversary surely changes them ("assumed", unmeasured).
-RATES = {
-    "tiny": dict(attempts=57 / 24,  # adversary calls per type I/II slot: 57 for 24 in a tiny run's call cache
-                 s_pos=0.347, f_pos=1.0,  # labels with s > 0 (42 of 121); slots giving a group (36 of 36)
-                 kept=1.31, none=0.05,  # Self-RAG passages kept per question: 5.667 calls = 3 + 2·kept + none
-                 crag_redo=0.528, falsified=0.639,  # CRAG: 1.528 calls a question, FVA 2.639 (notebook 05)
-                 cr_revise=0.73),  # P(REVISE) over the threshold: 3.5 / 3.375 / 3.5 calls (notebook 06)
-    "small": dict(attempts=57 / 24, s_pos=0.035, f_pos=0.40,  # results page: 96.5% of labels s = 0; 60 of 100 no positive
-                  kept=1.70, none=0.05, crag_redo=0.471, falsified=0.660,  # figures/fva_cost_small.csv
-                  cr_revise=0.60),  # counterrefine_table4_small.csv: REVISE proposed 70/74/68 and 56/44/48%
-}
-RATES["colab"] = RATES["paper"] = dict(RATES["small"], attempts=1.3, s_pos=0.2, f_pos=0.75)  # assumed: 3B+ models
-POOL_GROWTH = 0.227  # a rewrite adds 0.227·M new candidates to the pool: 121 labels, 12 questions, M 6, K 3 (tiny)
-NEG_FOUND = 0.89  # s = 0 candidates in a rewrite's top-M: 0.89·M·(1 - s_pos), 3.5 of 6 at tiny
-ALIAS_HIT = {"mini": 1.0, "nq_open_oracle": 0.9}  # warm-start questions with a gold-bearing candidate: 104/104; NQ assumed
-CR_SNIPPETS, CR_QUERIES = 1.14, 2.5  # 5.69 merged snippets at k 5 (notebook 06); second-pass queries (assumed)
-VAL = 0.15  # crossencoder.groups.split_groups holds 15% of the questions out for validation
+# Budgets a method writes as a literal, not a knob: the reader's default answer budget, the adversary's
+# (perturb.synthesize), the teacher's while labelling (corm.teacher) and CRAG's query rewrites (adaptive)
+READ = signature(answer_with_context).parameters["max_new_tokens"].default
+ADVERSARY_TOKENS, TEACHER_TOKENS, CRAG_REWRITE_TOKENS = 32, 16, 24
+VAL = signature(split_groups).parameters["val_fraction"].default  # questions held out for validation
 _KEYS = {"mini": ("mini", "mini", "mini_rewrite"), "nq_open_oracle": ("nq", "nq", "nq_rewrite")}  # CoRM's data
-
-
-def _words(corpus: str, cap: int) -> float:
-    return sum(min(w, cap) for w in CORPORA[corpus][0]) / 10
-
-
-def _ptok(corpus: str, cap: int) -> float:
-    """SmolLM2 tokens of one passage clipped to ``cap`` words, with its separator."""
-    return _words(corpus, cap) * CORPORA[corpus][1] + 2
-
-
-def _pair(corpus: str, query: str, cap: int = 999) -> int:
-    """Cross-encoder tokens of (query, passage): WordPiece, at most the kit's MAX_LENGTH 256."""
-    return min(256, round(QUERY[query][1] + _words(corpus, cap) * CORPORA[corpus][2] + 3))
 
 
 def _share(s: Scale, prompts: float, corpus: str, least: int = 1) -> int:
@@ -125,14 +125,16 @@ def _fwd(what, role, items, tokens_in, prefix=0, share=1) -> Work:
     return Work(what, role, "forward", round(items), round(tokens_in), 0, round(prefix), share)
 
 
-def _adversary(what: str, slots: float, attempts: float) -> list[Work]:
-    """``perturb.synthesize`` (32 new tokens, stop at a newline): a rejected type I/II rewrite is retried with a
-    new prompt (a retry that repeats one is a cache hit, hence the measured rate); type III's prompt
-    names only one of 10 domains, so its slots, a third, ask 10 distinct prompts at most."""
-    return [_gen(f"{what}, types I/II", "adversary", slots * 2 / 3 * attempts, OVERHEAD["adversary"],
-                 _out("adversary", 32), 32),
-            _gen(f"{what}, type III", "adversary", min(10, slots / 3), OVERHEAD["adversary_III"],
-                 _out("adversary_III", 32), 32)]
+def _adversary(what: str, slots: float, attempts: float, question: float) -> list[Work]:
+    """``perturb.synthesize`` (stop at a newline): a rejected type I/II rewrite is retried with a new
+    prompt (a retry that repeats one is a cache hit, hence the measured rate); its prompt holds the
+    question twice. Type III's prompt names only a domain, so its slots, a third, ask one prompt per
+    domain at most."""
+    o, budget = overheads(), ADVERSARY_TOKENS
+    return [_gen(f"{what}, types I/II", "adversary", slots * 2 / 3 * attempts, o["adversary"] + 2 * question,
+                 decoded("adversary", budget), budget),
+            _gen(f"{what}, type III", "adversary", min(len(perturb.DISTRACTION_DOMAINS), slots / 3),
+                 o["adversary_III"], decoded("adversary_III", budget), budget)]
 
 
 def _training(what, groups, size, epochs, tokens) -> list[Work]:
@@ -144,14 +146,12 @@ def _training(what, groups, size, epochs, tokens) -> list[Work]:
 
 def _relevance_role(s: Scale) -> str:
     """Who scores relevance: the hub's MS MARCO cross-encoder (colab, paper) or the kit's own."""
-    from robustkit.models import MODEL_REGISTRY
     return "relevance_ce" if s.name in MODEL_REGISTRY["relevance_ce"] else "critic_init"
 
 
 def _corm(s: Scale):
     """CoRM's knobs and the counts notebooks 01-04 share."""
-    import robustkit as rk
-    cfg, r = rk.corm.settings(s), RATES[s.name]
+    cfg, r = corm_config.settings(s), RATES[s.name]
     train_n, test_n = TRAIN_TEST[s.dataset]
     n_train, n_test = min(s.n_train_questions or train_n, train_n), min(s.n_test_questions or test_n, test_n)
     pool = cfg.m_candidates * (1 + cfg.k_perturbations * POOL_GROWTH)  # clean top-M ∪ each rewrite's top-M
@@ -164,46 +164,47 @@ def _nb00(s: Scale) -> dict:
     test = TRAIN_TEST["mini"][1]  # data/mini's test questions: the notebook reads data/mini's rewrites
     n = min(s.n_test_questions or test, test)
     q = (QUERY["mini"][0] + 3 * QUERY["mini_rewrite"][0]) / 4  # a clean question's 3 rows share one prompt
-    return {"the gap": [_gen("answers from the top passage: clean + 3 rewrites per test question", "generator",
-                             4 * n, OVERHEAD["reader"] + _ptok("mini", s.max_passage_words) + q, _out("read", 24), 24)],
-            "passage embeddings": [_fwd("the scale's corpus", "embedder", CORPORA[_KEYS[s.dataset][0]][3], 100)]}
+    corpus, prompt = _KEYS[s.dataset][0], overheads()["reader"] + passage_tokens("mini", s.max_passage_words) + q
+    return {"the gap": [_gen("answers from the top passage: clean + 3 rewrites per test question", "generator", 4 * n,
+                             prompt, decoded("read", READ), READ)],
+            "passage embeddings": [_fwd("the scale's corpus", "embedder", CORPORA[corpus][3], embedded_tokens(corpus))]}
 
 
 def _nb01(s: Scale) -> dict:
     cfg, r, n_train, *_ = _corm(s)
     return {"adversary": _adversary(f"adversary rewrites: {n_train} questions × K {cfg.k_perturbations}",
-                                    n_train * cfg.k_perturbations, r["attempts"])}
+                                    n_train * cfg.k_perturbations, r["attempts"], QUERY[_KEYS[s.dataset][1]][0])}
 
 
 def _nb02(s: Scale) -> dict:
     cfg, r, n_train, _, pool, *_ = _corm(s)
     corpus, _, rw = _KEYS[s.dataset]
-    prompt = OVERHEAD["reader"] + _ptok(corpus, s.max_passage_words) + QUERY[rw][0]
+    o, passage, budget = overheads(), passage_tokens(corpus, s.max_passage_words), TEACHER_TOKENS
+    prompt = o["reader"] + passage + QUERY[rw][0]
     calls, k = n_train * pool * cfg.k_perturbations, cfg.k_perturbations
     # everything but the question is shared: by a passage's K rewrites while labelling (chunks of 8
     # questions), by every prompt about that passage in the soft labels' one call (up to a batch)
-    prefix = prompt - QUERY[rw][0] - 5
+    prefix = o["reader_head"] + passage
     return {"teacher labels": [_gen(f"teacher labels s(x, d): {pool:.1f} candidates × K {k} per question", "teacher",
-                                    calls, prompt, _out("read", 16), 16, prefix, k)],
-            "soft labels": [_fwd("soft labels: the gold answer teacher-forced", "teacher", calls, prompt + 5, prefix,
-                                 _share(s, calls, corpus, k))]}
+                                    calls, prompt, decoded("read", budget), budget, prefix, k)],
+            "soft labels": [_fwd("soft labels: the gold answer teacher-forced", "teacher", calls,
+                                 prompt + GOLD_ANSWER[s.dataset], prefix, _share(s, calls, corpus, k))]}
 
 
 def _nb03(s: Scale) -> dict:
-    import robustkit as rk
     cfg, r, n_train, n_test, pool, groups, size = _corm(s)
     corpus, qk, rw = _KEYS[s.dataset]
-    negatives = rk.crossencoder.relevance.RECIPES[s.name].n_negatives  # the warm start keeps its recipe's N
+    negatives = RECIPES[s.name].n_negatives  # the warm start keeps its recipe's N
     w_total = TRAIN_TEST[cfg.warm_start_dataset][0]
     w_groups = min(cfg.warm_start_questions or w_total, w_total) * ALIAS_HIT[cfg.warm_start_dataset]
-    w_pair = _pair("mini", "mini") if cfg.warm_start_dataset == "mini" else _pair("nq", "nq")
-    pair, m = _pair(corpus, rw), min(cfg.m_inference, CORPORA[corpus][3])
+    w_pair = pair_tokens("mini", "mini") if cfg.warm_start_dataset == "mini" else pair_tokens("nq", "nq")
+    pair, m = pair_tokens(corpus, rw), min(cfg.m_inference, CORPORA[corpus][3])
     critics = [w for name in ("corm", "corm-soft", "pa-ce")
                for w in _training(f"critic training ({name})", groups, size, cfg.epochs, pair)]
     # relevance-ce: the same number of groups, clean query, any non-gold candidate a negative. It is
     # trained even where a pretrained one scores in its place (colab, paper)
     critics += _training("critic training (relevance-ce)", groups, 1 + min(cfg.n_negatives, pool - 1), cfg.epochs,
-                         _pair(corpus, qk))
+                         pair_tokens(corpus, qk))
     stages = {"warm start": _training("relevance warm start", w_groups, 1 + min(negatives, cfg.warm_start_m - 1),
                                       cfg.warm_start_epochs, w_pair),
               "critics": critics,
@@ -212,7 +213,8 @@ def _nb03(s: Scale) -> dict:
               "test rankings": [_fwd("biased test queries × M, 4 critics", "critic_init", 4 * n_test * m, pair),
                                 _fwd("biased test queries × M, relevance CE", _relevance_role(s), n_test * m, pair)]}
     if s.dataset != "mini":  # data/mini has hand-written test rewrites; elsewhere the adversary writes one each
-        stages["test rewrites"] = _adversary("adversary test rewrites (K 1)", n_test, r["attempts"])[:1]  # III: 01's
+        stages["test rewrites"] = _adversary("adversary test rewrites (K 1)", n_test, r["attempts"],
+                                             QUERY[qk][0])[:1]  # type III's prompts are notebook 01's
     return stages
 
 
@@ -220,10 +222,10 @@ def _nb04(s: Scale) -> dict:
     cfg, r, n_train, n, pool, groups, size = _corm(s)
     corpus, qk, rw = _KEYS[s.dataset]
     m, c, words = min(cfg.m_inference, CORPORA[corpus][3]), cfg.context_size, s.max_passage_words
-    q = (QUERY[qk][0] + QUERY[rw][0]) / 2
-    read = OVERHEAD["reader"] + c * _ptok(corpus, words) + q
-    pair, rerank = _pair(corpus, rw), OVERHEAD["llm_rerank"] + _ptok(corpus, words) + q
-    reads = lambda what, items: _gen(what, "generator", items, read, _out("read", 24), 24)
+    o, q = overheads(), (QUERY[qk][0] + QUERY[rw][0]) / 2
+    read = o["reader"] + c * passage_tokens(corpus, words) + q
+    pair, rerank = pair_tokens(corpus, rw), o["llm_rerank"] + passage_tokens(corpus, words) + q
+    reads = lambda what, items: _gen(what, "generator", items, read, decoded("read", READ), READ)
     llm = (min(cfg.llm_rerank_questions, n) if cfg.llm_rerank_questions else 2 * n)  # biased of a sample, or all
     dense = 0 if s.dataset == "mini" and c == 1 else 2 * n  # at tiny notebook 00 asked dense's very prompts
     critic = lambda name, g: _training(f"critic training ({name})", g, size, cfg.epochs, pair)
@@ -233,7 +235,7 @@ def _nb04(s: Scale) -> dict:
                           _fwd("clean queries × M, 4 critics (biased: notebook 03's)", "critic_init", 4 * n * m, pair),
                           _fwd("clean queries × M, relevance CE", _relevance_role(s), n * m, pair),
                           _fwd("LLM-rerank: P(yes) per candidate", "generator", llm * m, rerank,
-                               HEAD + _ptok(corpus, words), _share(s, llm * m, corpus))],
+                               o["llm_rerank_head"] + passage_tokens(corpus, words), _share(s, llm * m, corpus))],
               "Fig. 7 latency, uncached": [
                   _fwd("6 cross-encoder rerankers × 4 queries × M", "critic_init", 6 * (4 * m + 1), pair),
                   _fwd("LLM-rerank × 4 queries × M", "generator", 4 * m + 1, rerank)]}
@@ -251,9 +253,7 @@ def _nb04(s: Scale) -> dict:
 
 
 def _nb05(s: Scale) -> dict:
-    import robustkit as rk
-    from robustkit.models import MODEL_REGISTRY
-    cfg, r = rk.fva.settings(s), RATES[s.name]
+    cfg, r, o = fva_config.settings(s), RATES[s.name], overheads()
     words, k = cfg.max_words or s.max_passage_words, cfg.k
     n_tqa = min(cfg.n_truthfulqa or TRUTHFULQA, TRUTHFULQA)
     runs = [(n_tqa, "tqa_A", "truthfulqa"), (n_tqa, "tqa_B", "truthfulqa")]  # (questions, cache, query) per cache
@@ -261,108 +261,98 @@ def _nb05(s: Scale) -> dict:
         runs += [(min(cfg.n_mini or MINI_MISCONCEPTIONS[1], MINI_MISCONCEPTIONS[1]), "mini", "mini_misconception")] * 2
     total = sum(n for n, *_ in runs)
     mean = lambda f: sum(n * f(c, key) for n, c, key in runs) / total  # (per question)
-    p, q = mean(lambda c, key: _ptok(c, words)), mean(lambda c, key: QUERY[key][0])
-    draft = _out("read", cfg.draft_tokens)
-    read_k, revision = OVERHEAD["reader"] + k * p + q, OVERHEAD["revision"] + 2 * k * p + q + draft
+    p, q = mean(lambda c, key: passage_tokens(c, words)), mean(lambda c, key: QUERY[key][0])
+    draft, answer = decoded("read", cfg.draft_tokens), decoded("read", READ)
+    read_k, revision = o["reader"] + k * p + q, o["revision"] + 2 * k * p + q + draft
     revise = lambda what, share: _gen(what, "generator", total * share, revision,
-                                      _out("revision", cfg.revision_tokens), cfg.revision_tokens)
-    gen = lambda what, items, tin, out=_out("read", 24), budget=24: _gen(what, "generator", items, tin, out, budget)
+                                      decoded("revision", cfg.revision_tokens), cfg.revision_tokens)
+    gen = lambda what, items, tin, out=answer, budget=READ: _gen(what, "generator", items, tin, out, budget)
     if s.name in MODEL_REGISTRY["nli"]:
         nli = [_fwd("report card: 500 SNLI + 500 MNLI dev pairs", "nli", 1000, SNLI_DEV)]
     else:  # no hub NLI model here: the kit fine-tunes MiniLM on SNLI (nli.TRAINING)
-        recipe = rk.nli.TRAINING[s.name]
+        recipe = TRAINING[s.name]
         nli = [Work("NLI training on SNLI (MiniLM)", "nli", "train", recipe.pairs * recipe.epochs, SNLI_TRAIN),
                _fwd("NLI evaluation: SNLI + MNLI dev", "nli", 2 * recipe.eval_pairs, SNLI_DEV)]
-    run = [gen("vanilla answers (FVA's drafts too, while draft_tokens is 24)", total, read_k),
-           _fwd("Self-RAG IsRelevant", "generator", total * k, OVERHEAD["is_relevant"] + p + q),
-           gen("Self-RAG answers", total * r["kept"], OVERHEAD["reader"] + p + q),
-           _fwd("Self-RAG IsSupported", "generator", total * r["kept"], OVERHEAD["is_supported"] + p + q + 16),
-           gen("Self-RAG closed book", total * r["none"], OVERHEAD["closed_book"] + q),
-           _fwd("CRAG evaluator: 43 calibration questions per cache, k per question", _relevance_role(s),
-                (43 * len(runs) + total) * k, mean(lambda c, key: _pair(c, key))),
-           gen("CRAG query rewrites", total * r["crag_redo"], OVERHEAD["crag_rewrite"] + q, _out("revision", 24)),
+    calibration = MINI_MISCONCEPTIONS[0]  # CRAG's thresholds: data/mini's training misconceptions, per cache
+    run = [gen(f"vanilla answers (FVA's drafts too, while draft_tokens is {READ})", total, read_k),
+           _fwd("Self-RAG IsRelevant", "generator", total * k, o["is_relevant"] + p + q),
+           gen("Self-RAG answers", total * r["kept"], o["reader"] + p + q),
+           _fwd("Self-RAG IsSupported", "generator", total * r["kept"], o["is_supported"] + p + q + answer),
+           gen("Self-RAG closed book", total * r["none"], o["closed_book"] + q),
+           _fwd(f"CRAG evaluator: {calibration} calibration questions per cache, k per question", _relevance_role(s),
+                (calibration * len(runs) + total) * k, mean(lambda c, key: pair_tokens(c, key))),
+           gen("CRAG query rewrites", total * r["crag_redo"], o["crag_rewrite"] + q,
+               decoded("revision", CRAG_REWRITE_TOKENS), CRAG_REWRITE_TOKENS),
            gen("CRAG answers", total, read_k),
-           gen("FVA kill queries", total, OVERHEAD["kill"] + q + draft, _out("no_stop", cfg.kill_tokens), cfg.kill_tokens),
-           _fwd("FVA NLI: k anti-context passages", "nli", total * k, mean(lambda c, key: _pair(c, key, 60)) + draft),
+           gen("FVA kill queries", total, o["kill"] + q + draft, decoded("no_stop", cfg.kill_tokens), cfg.kill_tokens),
+           _fwd("FVA NLI: k anti-context passages", "nli", total * k,
+                mean(lambda c, key: pair_tokens(c, key, 60)) + draft),
            revise("FVA revisions of falsified drafts", r["falsified"]),
-           _fwd("TruthfulQA rule: embeddings, 4 methods", "embedder", 4 * total * TQA_TEXTS, 16)]
-    if cfg.draft_tokens != 24:
+           _fwd("TruthfulQA rule: embeddings, 4 methods", "embedder", 4 * total * TQA_TEXTS, TQA_TEXT)]
+    if cfg.draft_tokens != READ:
         run.append(gen("FVA drafts", total, read_k, draft, cfg.draft_tokens))
     return {"NLI adjudicator": nli, "run (both caches)": run,
             "exact τ curve": [revise("revisions of the kept drafts", 1 - r["falsified"])],
-            "MC1 / MC2": [_fwd("TruthfulQA options, teacher-forced", "generator",
-                               min(cfg.n_mc or n_tqa, n_tqa) * MC_OPTIONS, MC_PROMPT)],
-            "passage embeddings": [_fwd("TruthfulQA corpus B (A is its subset)", "embedder", CORPORA["tqa_B"][3], 70)]}
-
-
-def _qa_sets(s: Scale, n_multihop, n_factual, n_hotpotqa, n_nq, n_train) -> list[tuple]:
-    """``qa_sets.short_answer_sets`` as counts, two-hop first: (name, corpus, query key, evaluated,
-    training questions, passages a question may search)."""
-    if s.dataset == "mini":
-        (hop_train, hop_test), (train, test) = MINI_MULTIHOP, TRAIN_TEST["mini"]
-        return [("mini-multihop", "mini", "mini_multihop", min(n_multihop or hop_test, hop_test),
-                 min(n_train or hop_train, hop_train), 999),
-                ("mini-factual", "mini", "mini", min(n_factual or test, test), min(n_train or train, train), 999)]
-    hot = min(n_hotpotqa or HOTPOT, HOTPOT)  # HotpotQA's training questions are its unevaluated dev ones
-    train, test = TRAIN_TEST["nq_open_oracle"]
-    return [("hotpotqa", "hotpot", "hotpot", hot, min(n_train or HOTPOT, HOTPOT - hot), HOTPOT_PARAGRAPHS),
-            ("nq_open", "nq", "nq", min(n_nq or test, test), min(n_train or train, train), 999)]
+            "MC1 / MC2": [_fwd("TruthfulQA options, teacher-forced", "generator", min(cfg.n_mc or n_tqa, n_tqa)
+                               * MC_OPTIONS, o["mc"] + QUERY["truthfulqa"][0] + MC_OPTION)],
+            "passage embeddings": [_fwd("TruthfulQA corpus B (A is its subset)", "embedder", CORPORA["tqa_B"][3],
+                                        embedded_tokens("tqa_B"))]}
 
 
 def _nb06(s: Scale) -> dict:
-    import robustkit as rk
-    cfg, r = rk.counterrefine.settings(s), RATES[s.name]
+    cfg, r, o = counterrefine_config.settings(s), RATES[s.name], overheads()
     words, k, free = cfg.max_words or s.max_passage_words, cfg.k, cfg.decoding == "free"
-    draft, stages = _out("read", cfg.draft_tokens), {}
-    for name, corpus, key, n, n_train, scope in _qa_sets(s, cfg.n_multihop, cfg.n_factual, cfg.n_hotpotqa,
+    draft, stages, answer = decoded("read", cfg.draft_tokens), {}, decoded("cr_answer", cfg.refine_tokens)
+    for name, corpus, key, n, n_train, scope in qa_sets(s, cfg.n_multihop, cfg.n_factual, cfg.n_hotpotqa,
                                                          cfg.n_nq, cfg.n_calibration):
-        p, q = _ptok(corpus, words) + 1, QUERY[key][0]  # "[i] " numbers each snippet
-        refine = lambda snippets: OVERHEAD["cr_refine"] + snippets * p + q + draft
+        p, q = passage_tokens(corpus, words) + 1, QUERY[key][0]  # "[i] " numbers each snippet
+        refine = lambda snippets: o["cr_refine"] + snippets * p + q + draft
         # counterrefine, question-only and reconsider ask distinct prompts (the other two ablations' are
         # counterrefine's, cached); all three start with the draft's own k snippets
         distinct = [min(cfg.max_snippets, CR_SNIPPETS * k, scope), min(cfg.max_snippets, CR_QUERIES * k, scope), k]
-        tin, prefix = sum(refine(x) for x in distinct) / 3, HEAD + k * p
+        tin, prefix = sum(refine(x) for x in distinct) / 3, o["head"] + k * p
         cal = 0 if free else n_train  # constrained decoding sets its REVISE threshold on training questions
         probe = min(4, n_train) if name in ("mini-multihop", "hotpotqa") else 0  # the free-decoding demo (cell 10)
         rows = [_gen(f"drafts: {n} questions + {max(cal, probe)} training", "generator", n + max(cal, probe),
-                     OVERHEAD["reader"] + k * p + q, draft, cfg.draft_tokens)]
+                     o["reader"] + k * p + q, draft, cfg.draft_tokens)]
         if probe:
             rows.append(_gen("free-decoding demo replies (max_snippets 9)", "generator", probe,
-                             refine(min(9, CR_SNIPPETS * k)), _out("cr_free", cfg.refine_tokens), cfg.refine_tokens))
+                             refine(min(9, CR_SNIPPETS * k)), decoded("cr_free", cfg.refine_tokens), cfg.refine_tokens))
         if free:
             rows.append(_gen("refine replies, 3 distinct second passes", "generator", 3 * n, tin,
-                             _out("cr_free", cfg.refine_tokens), cfg.refine_tokens, prefix, 3))
+                             decoded("cr_free", cfg.refine_tokens), cfg.refine_tokens, prefix, 3))
         else:
             revised = 3 * n * r["cr_revise"]
-            rows += [_fwd("KEEP / REVISE: calibration + 3 distinct second passes", "generator", cal + 3 * n, tin, prefix, 3),
-                     _gen("REVISE answers", "generator", revised, tin + 4, _out("cr_answer", cfg.refine_tokens),
+            rows += [_fwd("KEEP / REVISE: calibration + 3 distinct second passes", "generator", cal + 3 * n, tin,
+                          prefix, 3),
+                     _gen("REVISE answers", "generator", revised, tin + o["cr_revise"] - o["cr_refine"], answer,
                           cfg.refine_tokens),
-                     _fwd("cited snippet", "generator", revised, tin + 16)]
+                     _fwd("cited snippet", "generator", revised, tin + o["cr_cite"] - o["cr_refine"] + answer)]
         stages[name] = rows
     if s.dataset != "mini":
-        stages["passage embeddings"] = [_fwd("HotpotQA paragraphs", "embedder", CORPORA["hotpot"][3], 130)]
+        stages["passage embeddings"] = [_fwd("HotpotQA paragraphs", "embedder", CORPORA["hotpot"][3],
+                                             embedded_tokens("hotpot"))]
     return stages
 
 
 def _nb07(s: Scale) -> dict:
-    import robustkit as rk
-    cfg = rk.alignrag.settings(s)
+    cfg, o = alignrag_config.settings(s), overheads()
     words, k, T = cfg.max_words or s.max_passage_words, cfg.k, cfg.iterations
     rt, at, ct = cfg.rationale_tokens, cfg.answer_tokens, cfg.critique_tokens
-    ro, ao, co = _out("rationale", rt), _out("answer", at), _out("critique", ct)
-    multihop, factual = _qa_sets(s, cfg.n_multihop, cfg.n_factual, cfg.n_hotpotqa, cfg.n_nq, cfg.n_train)
-    docs = lambda corpus: k * (_ptok(corpus, words) + 1)  # ("[i] " numbers each document)
+    ro, ao, co = decoded("rationale", rt), decoded("answer", at), decoded("critique", ct)
+    multihop, factual = qa_sets(s, cfg.n_multihop, cfg.n_factual, cfg.n_hotpotqa, cfg.n_nq, cfg.n_train)
+    docs = lambda corpus: k * (passage_tokens(corpus, words) + 1)  # ("[i] " numbers each document)
     gen = lambda what, items, tin, out, budget, share=1: _gen(  # (documents lead every prompt)
-        what, "generator", items, tin, out, budget, HEAD + d if share > 1 else 0, share)
+        what, "generator", items, tin, out, budget, o["head"] + d if share > 1 else 0, share)
     d, q, n_tr = docs(factual[1]), QUERY[factual[2]][0], factual[4]  # the critics learn in-domain
-    critic_in = OVERHEAD["ar_critic"] + d + q + ro + ao
+    critic_in = o["ar_critic"] + d + q + ro + ao
     seq = lambda completion: round(min(cfg.max_length, critic_in + completion))
     ccs, own = seq(30 + ro), seq(14 + co + ro + ao)  # contrastive critique; self-critique (+ weak rationale)
     stages = {"training corpus": [
-        gen("weak rationales", n_tr, OVERHEAD["ar_reason"] + d + q, ro, rt),
-        gen("weak answers", n_tr, OVERHEAD["ar_answer"] + d + ro + q, ao, at),
-        gen("strong rationales (gold shown)", n_tr, OVERHEAD["ar_strong"] + d + q + 3, ro, rt),
-        gen("self-critiques", n_tr, OVERHEAD["ar_selffb"] + d + q + ro + ao, co, ct)],
+        gen("weak rationales", n_tr, o["ar_reason"] + d + q, ro, rt),
+        gen("weak answers", n_tr, o["ar_answer"] + d + ro + q, ao, at),
+        gen("strong rationales (gold shown)", n_tr, o["ar_strong"] + d + q + GOLD_ANSWER[s.dataset], ro, rt),
+        gen("self-critiques", n_tr, o["ar_selffb"] + d + q + ro + ao, co, ct)],
         "critics (TRL, LoRA)": [
         Work("CFT critic (SFT)", "generator", "lora", n_tr * cfg.epochs, ccs),
         Work("w/o-CCS critic (SFT)", "generator", "lora", n_tr * cfg.epochs, own),
@@ -370,14 +360,15 @@ def _nb07(s: Scale) -> dict:
         _fwd("CPO reference log-probs, once", "generator", 2 * n_tr, (ccs + own) / 2)]}
     for name, corpus, key, n, *_ in (factual, multihop):
         d, q = docs(corpus), QUERY[key][0]
-        tin = OVERHEAD["ar_critic"] + d + q + ro + ao
-        refine = (OVERHEAD["ar_refine"] + ro + ao + 8 + co + OVERHEAD["ar_answer"] + ro) / 2 + d + q
+        tin = o["ar_critic"] + d + q + ro + ao
+        refine = (o["ar_refine"] + ro + ao + co + o["ar_answer"] + ro) / 2 + d + q  # rationale, then answer
         stages[f"{name}: {n} questions, T {T}"] = [
-            gen("CoT, closed book: rationale + answer", 2 * n, (OVERHEAD["ar_closed"] + OVERHEAD["ar_answer"] + ro) / 2 + q,
+            gen("CoT, closed book: rationale + answer", 2 * n, (o["ar_closed"] + o["ar_answer_closed"] + ro) / 2 + q,
                 (ro + ao) / 2, rt),
             gen("y0 (vanilla reasoning RAG): rationale + answer", 2 * n,
-                (OVERHEAD["ar_reason"] + OVERHEAD["ar_answer"] + ro) / 2 + d + q, (ro + ao) / 2, rt),
-            gen("critiques: Self-Refine + frozen critic (the generator)", 2 * n * T, tin - 3, co, ct, 2),
+                (o["ar_reason"] + o["ar_answer"] + ro) / 2 + d + q, (ro + ao) / 2, rt),
+            gen("critiques: Self-Refine + frozen critic (the generator)", 2 * n * T,
+                tin + (o["ar_selffb"] - o["ar_critic"]) / 2, co, ct, 2),
             gen("critiques: CFT, CPO, w/o-CCS critics (the generator's size)", 3 * n * T, tin, co, ct),
             gen("refinements: 5 refiners × (rationale + answer)", 10 * n * T, refine, (ro + ao) / 2, rt, 5)]
     return stages
@@ -386,51 +377,52 @@ def _nb07(s: Scale) -> dict:
 def _nb08(s: Scale) -> dict:
     """Every method on n test questions' clean and biased queries. CoRM's methods ask notebook 04's
     very prompts (cache hits), but for LLM-rerank's clean queries; the others start cold."""
-    import robustkit as rk
-    corm, fva, cr, ar, r = (rk.corm.settings(s), rk.fva.settings(s), rk.counterrefine.settings(s),
-                            rk.alignrag.settings(s), RATES[s.name])
+    corm, fva, cr, ar = (corm_config.settings(s), fva_config.settings(s), counterrefine_config.settings(s),
+                         alignrag_config.settings(s))
+    r, o, answer = RATES[s.name], overheads(), decoded("read", READ)
     corpus, qk, rw = _KEYS[s.dataset]
     test = TRAIN_TEST[s.dataset][1]
-    n = min(rk.headtohead.settings(s).n_questions or s.n_test_questions or test, s.n_test_questions or test, test)
+    n = min(headtohead_config.settings(s).n_questions or s.n_test_questions or test, s.n_test_questions or test, test)
     total, q = 2 * n, (QUERY[qk][0] + QUERY[rw][0]) / 2
-    gen = lambda what, items, tin, out=_out("read", 24), budget=24: _gen(what, "generator", items, tin, out, budget)
+    gen = lambda what, items, tin, out=answer, budget=READ: _gen(what, "generator", items, tin, out, budget)
     m, words = min(corm.m_inference, CORPORA[corpus][3]), s.max_passage_words
     clean = n if corm.llm_rerank_questions else 0  # notebook 04 read every query's candidates when 0
-    p, k = _ptok(corpus, fva.max_words or words), fva.k
-    read_k, draft = OVERHEAD["reader"] + k * p + q, _out("read", fva.draft_tokens)
-    rp, ck = _ptok(corpus, cr.max_words or words) + 1, cr.k
-    refine = OVERHEAD["cr_refine"] + min(cr.max_snippets, CR_SNIPPETS * ck) * rp + q + draft
-    ap, T = ar.k * (_ptok(corpus, ar.max_words or words) + 1), ar.iterations
-    ro, ao, co = _out("rationale", ar.rationale_tokens), _out("answer", ar.answer_tokens), _out("critique", ar.critique_tokens)
+    p, k = passage_tokens(corpus, fva.max_words or words), fva.k
+    read_k, draft = o["reader"] + k * p + q, decoded("read", fva.draft_tokens)
+    rp, ck = passage_tokens(corpus, cr.max_words or words) + 1, cr.k
+    refine = o["cr_refine"] + min(cr.max_snippets, CR_SNIPPETS * ck) * rp + q + draft
+    ap, T = ar.k * (passage_tokens(corpus, ar.max_words or words) + 1), ar.iterations
+    ro, ao = decoded("rationale", ar.rationale_tokens), decoded("answer", ar.answer_tokens)
+    co = decoded("critique", ar.critique_tokens)
     fva_rows = [gen("drafts (vanilla reads of k)", total, read_k, draft, fva.draft_tokens),
-                gen("FVA kill queries", total, OVERHEAD["kill"] + q + draft, _out("no_stop", fva.kill_tokens),
+                gen("FVA kill queries", total, o["kill"] + q + draft, decoded("no_stop", fva.kill_tokens),
                     fva.kill_tokens),
-                _fwd("FVA NLI: k anti-context passages", "nli", total * k, _pair(corpus, rw, 60) + draft),
-                gen("FVA revisions", total * r["falsified"], OVERHEAD["revision"] + 2 * k * p + q + draft,
-                    _out("revision", fva.revision_tokens), fva.revision_tokens)]
-    cr_rows = [gen("CounterRefine drafts", total, OVERHEAD["reader"] + ck * rp + q, draft, cr.draft_tokens),
-               (_gen("refine replies", "generator", total, refine, _out("cr_free", cr.refine_tokens),
+                _fwd("FVA NLI: k anti-context passages", "nli", total * k, pair_tokens(corpus, rw, 60) + draft),
+                gen("FVA revisions", total * r["falsified"], o["revision"] + 2 * k * p + q + draft,
+                    decoded("revision", fva.revision_tokens), fva.revision_tokens)]
+    cr_rows = [gen("CounterRefine drafts", total, o["reader"] + ck * rp + q, draft, cr.draft_tokens),
+               (_gen("refine replies", "generator", total, refine, decoded("cr_free", cr.refine_tokens),
                      cr.refine_tokens) if cr.decoding == "free" else _fwd("KEEP / REVISE", "generator", total, refine))]
     # composed: both again over the CoRM critic, which scores M candidates of every new search query
     searches = total * (fva.m_kill_queries + CR_QUERIES)
     return {"CoRM-RAG and rerankers": [_fwd("LLM-rerank: clean queries × M", "generator", clean * m,
-                                            OVERHEAD["llm_rerank"] + _ptok(corpus, words) + q)],
+                                            o["llm_rerank"] + passage_tokens(corpus, words) + q)],
             "composed over the CoRM critic": [*fva_rows, *cr_rows,
                                               _fwd("critic: kill and second-pass queries × M", "critic_init",
-                                                   searches * m, _pair(corpus, rw))],
+                                                   searches * m, pair_tokens(corpus, rw))],
             "FVA-RAG, Self-RAG, CRAG": [
                 *fva_rows,
-                _fwd("Self-RAG IsRelevant", "generator", total * k, OVERHEAD["is_relevant"] + p + q),
-                gen("Self-RAG answers", total * r["kept"], OVERHEAD["reader"] + p + q),
-                _fwd("Self-RAG IsSupported", "generator", total * r["kept"], OVERHEAD["is_supported"] + p + q + 16),
+                _fwd("Self-RAG IsRelevant", "generator", total * k, o["is_relevant"] + p + q),
+                gen("Self-RAG answers", total * r["kept"], o["reader"] + p + q),
+                _fwd("Self-RAG IsSupported", "generator", total * r["kept"], o["is_supported"] + p + q + answer),
                 gen("CRAG rewrites and answers", total * (1 + r["crag_redo"]), read_k)],
             "CounterRefine": cr_rows,
             "Self-Refine and AlignRAG": [
-                gen("y0: rationale + answer", 2 * total, (OVERHEAD["ar_reason"] + OVERHEAD["ar_answer"] + ro) / 2 + ap + q,
+                gen("y0: rationale + answer", 2 * total, (o["ar_reason"] + o["ar_answer"] + ro) / 2 + ap + q,
                     (ro + ao) / 2, ar.rationale_tokens),
-                gen("critiques, 2 critics", 2 * total * T, OVERHEAD["ar_critic"] + ap + q + ro + ao, co, ar.critique_tokens),
+                gen("critiques, 2 critics", 2 * total * T, o["ar_critic"] + ap + q + ro + ao, co, ar.critique_tokens),
                 gen("refinements: rationale + answer", 4 * total * T,
-                    (OVERHEAD["ar_refine"] + ro + ao + co + OVERHEAD["ar_answer"] + ro) / 2 + ap + q, (ro + ao) / 2,
+                    (o["ar_refine"] + ro + ao + co + o["ar_answer"] + ro) / 2 + ap + q, (ro + ao) / 2,
                     ar.rationale_tokens)]}
 
 
@@ -452,14 +444,5 @@ def notebook_work(notebook: str, scale: Scale | str | None = None) -> list[Work]
     return [w for rows in stage_work(notebook, scale).values() for w in rows]
 
 
-if __name__ == "__main__":
-    for name in ("tiny", "small", "colab", "paper"):
-        for nb in _NOTEBOOKS:
-            kinds = {kind: sum(w.items for w in notebook_work(nb, name) if w.kind == kind)
-                     for kind in ("generate", "forward", "train", "lora")}
-            print(f"\n== {name} notebook {nb}: {kinds}")
-            for stage, rows in stage_work(nb, name).items():
-                for w in rows:
-                    print(f"  [{stage}] {w.what}: {w.role} {w.kind} {w.items:,} × {w.tokens_in} tokens"
-                          + (f", {w.tokens_out} of {w.budget} out" if w.kind == "generate" else "")
-                          + (f", prefix {w.shared_prefix} shared by {w.share}" if w.share > 1 else ""))
+if __name__ == "__main__":  # restage workload_prompts.STAGED: every prompt counted afresh (under a minute)
+    print(staged_table(prompt_skeletons()))

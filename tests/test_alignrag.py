@@ -51,21 +51,21 @@ def test_cda_shares_retrieval_and_y0_and_batches_critics_per_model(generator, mi
     retriever, gen = counting(dense), CountingGenerator(generator)
     common = dict(k=2, max_words=15, **BUDGETS)
     refiners = [AlignRAG(retriever, gen, corpus, critic=SELF, iterations=2, name="self-refine", **common),
-                AlignRAG(retriever, gen, corpus, critic=generator, iterations=1, name="frozen critic", **common)]
+                AlignRAG(retriever, gen, corpus, critic=generator, iterations=1, name="frozen-critic", **common)]
     questions = mini_questions("test")[:2]
     out = align(refiners, [Query(q.id, q.id, q.text) for q in questions])
     assert retriever.calls == [(2, 2)]  # one retrieval call for every question and refiner
     # y0 (reasoning + answer); round 1: both critics share one model -> one critique call, one
     # reasoning and one answer call for both refiners; round 2: self-refine alone
     assert gen.calls == [2, 2, 4, 4, 4, 2, 2, 2]
-    for name, rounds in (("self-refine", 2), ("frozen critic", 1)):
+    for name, rounds in (("self-refine", 2), ("frozen-critic", 1)):
         for a in out[name]:
             steps = a.trace["trajectory"]
             assert [s["iteration"] for s in steps] == list(range(rounds + 1))
             assert steps[0]["critique"] is None and all(s["critique"].startswith(CRITIQUE_HEAD) for s in steps[1:])
             assert a.text == steps[-1]["answer"] and a.model_calls == 2 + 3 * rounds and a.retrieval_calls == 1
     first = [a.trace["trajectory"][0] for a in out["self-refine"]]
-    assert first == [a.trace["trajectory"][0] for a in out["frozen critic"]]  # the same y0
+    assert first == [a.trace["trajectory"][0] for a in out["frozen-critic"]]  # the same y0
     # the critics read different prompts, so they may critique the same y0 differently
     assert out["self-refine"][0].trace["critic"] == "the generator itself"
 

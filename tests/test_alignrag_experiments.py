@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 
-from robustkit.alignrag import experiments as ex, figures  # noqa: E402
+from robustkit.alignrag import experiments as ex, figures, readings  # noqa: E402
 
 # correctness per question (q1..q4) and iteration; baselines answer once, refiners at t = 0, 1, 2
 # (their t = 0 is vanilla RAG's answer). Final accuracies, factual / multihop:
@@ -19,19 +19,19 @@ from robustkit.alignrag import experiments as ex, figures  # noqa: E402
 Y0 = {"mini-factual": [1, 1, 0, 0], "mini-multihop": [1, 0, 0, 0]}
 RUNS = {
     "mini-factual": {
-        "cot (no retrieval)": [[1], [0], [0], [0]],
+        "cot": [[1], [0], [0], [0]],
         "self-refine": [[1, 1, 1], [1, 0, 0], [0, 0, 0], [0, 0, 0]],
-        "frozen critic": [[1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 1, 0]],
-        "critic w/o ccs": [[1, 1, 1], [1, 1, 1], [0, 0, 1], [0, 0, 0]],
-        "alignrag (cft)": [[1, 1, 1], [1, 1, 1], [0, 1, 1], [0, 0, 1]],
-        "alignrag (cpo)": [[1, 1, 1], [1, 1, 1], [0, 1, 1], [0, 0, 0]]},
+        "frozen-critic": [[1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 1, 0]],
+        "critic-no-ccs": [[1, 1, 1], [1, 1, 1], [0, 0, 1], [0, 0, 0]],
+        "alignrag": [[1, 1, 1], [1, 1, 1], [0, 1, 1], [0, 0, 1]],
+        "alignrag-cpo": [[1, 1, 1], [1, 1, 1], [0, 1, 1], [0, 0, 0]]},
     "mini-multihop": {
-        "cot (no retrieval)": [[0], [0], [0], [0]],
+        "cot": [[0], [0], [0], [0]],
         "self-refine": [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]],
-        "frozen critic": [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]],
-        "critic w/o ccs": [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]],
-        "alignrag (cft)": [[1, 1, 1], [0, 1, 1], [0, 0, 0], [0, 0, 0]],
-        "alignrag (cpo)": [[1, 1, 0], [0, 1, 1], [0, 0, 0], [0, 0, 0]]}}
+        "frozen-critic": [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]],
+        "critic-no-ccs": [[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]],
+        "alignrag": [[1, 1, 1], [0, 1, 1], [0, 0, 0], [0, 0, 0]],
+        "alignrag-cpo": [[1, 1, 0], [0, 1, 1], [0, 0, 0], [0, 0, 0]]}}
 DOMAIN = {"mini-factual": "in-domain", "mini-multihop": "out-of-domain"}
 INFORMATIVE = {"mini-factual": [True, True, True, False], "mini-multihop": [True, False, False, False]}
 
@@ -39,7 +39,7 @@ INFORMATIVE = {"mini-factual": [True, True, True, False], "mini-multihop": [True
 def make_results(runs=RUNS, y0=Y0) -> pd.DataFrame:
     rows = []
     for dataset, methods in runs.items():
-        trajectories = {"vanilla rag": [[c] for c in y0[dataset]], **methods}
+        trajectories = {"dense": [[c] for c in y0[dataset]], **methods}
         for method, per_question in trajectories.items():
             for i, trajectory in enumerate(per_question):
                 qid = f"q{i + 1}"
@@ -77,23 +77,23 @@ def test_table1_accuracy_ci_and_paper_rows(results):
     for dataset, accuracies in want.items():
         assert [kit.loc[(dataset, m), "accuracy"] for m in ex.METHODS] == pytest.approx(accuracies)
         assert (kit.loc[dataset, "n"] == 4).all()
-    assert kit.loc[(ex.POOLED, "alignrag (cft)"), "accuracy"] == pytest.approx(75.0)
-    assert kit.loc[(ex.POOLED, "alignrag (cft)"), "n"] == 8
-    assert kit.loc[("mini-factual", "alignrag (cft)"), "f1"] == pytest.approx(100.0)
+    assert kit.loc[(ex.POOLED, "alignrag"), "accuracy"] == pytest.approx(75.0)
+    assert kit.loc[(ex.POOLED, "alignrag"), "n"] == 8
+    assert kit.loc[("mini-factual", "alignrag"), "f1"] == pytest.approx(100.0)
     assert ((kit["CI low"] <= kit["accuracy"] + 1e-9) & (kit["accuracy"] <= kit["CI high"] + 1e-9)).all()
     published = by(table[table["source"] == "paper"], "method")["accuracy"]
-    assert published.to_dict() == {"vanilla rag": 56.9, "self-refine": 58.3, "alignrag (cft)": 62.1}
+    assert published.to_dict() == {"dense": 56.9, "self-refine": 58.3, "alignrag": 62.1}
 
 
 def test_significance_counts_discordant_questions(results):
     sig = by(ex.significance(results), "dataset", "vs")
     assert sig["comparisons"].iloc[0] == 12 and len(sig) == 12
-    vanilla = sig.loc[("mini-factual", "vanilla rag")]
+    vanilla = sig.loc[("mini-factual", "dense")]
     assert (vanilla["n"], vanilla["improvements"], vanilla["regressions"]) == (4, 2, 0)
     assert vanilla["p"] == pytest.approx(0.5) and vanilla["p (exact McNemar)"] == "0.5"
     self_refine = sig.loc[("mini-factual", "self-refine")]
     assert (self_refine["improvements"], self_refine["regressions"], self_refine["p"]) == (3, 0, pytest.approx(0.25))
-    cpo = sig.loc[("mini-multihop", "alignrag (cpo)")]
+    cpo = sig.loc[("mini-multihop", "alignrag-cpo")]
     assert (cpo["improvements"], cpo["regressions"]) == (1, 0)
 
 
@@ -104,20 +104,20 @@ def test_table5_cft_vs_cpo(results):
     assert (row["n"], row["CPO only"], row["CFT only"], row["p"]) == (4, 0, 1, pytest.approx(1.0))
     assert t5.loc["mini-multihop", "CFT only"] == 1
     with pytest.raises(ValueError, match="table5 needs"):
-        ex.table5(results[results["method"] != "alignrag (cpo)"])
+        ex.table5(results[results["method"] != "alignrag-cpo"])
 
 
 def test_ood_drop_pools_each_domain(results):
     table = ex.ood_drop(results)
     kit = by(table[table["source"] == "kit"], "method")
-    assert kit["drop"].to_dict() == pytest.approx({"cot (no retrieval)": 25, "vanilla rag": 25, "self-refine": 0,
-                                                    "frozen critic": 25, "critic w/o ccs": 50,
-                                                    "alignrag (cft)": 50, "alignrag (cpo)": 50})
-    assert kit.loc["alignrag (cft)", ["in-domain", "out-of-domain", "n_in", "n_out"]].tolist() == [100, 50, 4, 4]
+    assert kit["drop"].to_dict() == pytest.approx({"cot": 25, "dense": 25, "self-refine": 0,
+                                                    "frozen-critic": 25, "critic-no-ccs": 50,
+                                                    "alignrag": 50, "alignrag-cpo": 50})
+    assert kit.loc["alignrag", ["in-domain", "out-of-domain", "n_in", "n_out"]].tolist() == [100, 50, 4, 4]
     assert ((kit["CI low"] <= kit["drop"]) & (kit["drop"] <= kit["CI high"])).all()
-    assert kit.loc["alignrag (cft)", "CI high"] > kit.loc["alignrag (cft)", "CI low"]
+    assert kit.loc["alignrag", "CI high"] > kit.loc["alignrag", "CI low"]
     assert by(table[table["source"] == "paper"], "method")["drop"].to_dict() == {
-        "vanilla rag": 43.1, "self-refine": 40.3, "alignrag (cft)": 32.2}
+        "dense": 43.1, "self-refine": 40.3, "alignrag": 32.2}
     with pytest.raises(ValueError, match="no 'out-of-domain' questions"):
         ex.ood_drop(results[results["domain"] == "in-domain"])
 
@@ -125,41 +125,41 @@ def test_ood_drop_pools_each_domain(results):
 def test_iterations_every_round_and_carries_a_stopped_trajectory(results):
     table = ex.iterations(results)
     assert list(table.columns[:5]) == ["method", "dataset", "iteration", "accuracy", "n"]
-    cft = by(table[table["method"] == "alignrag (cft)"], "dataset", "iteration")["accuracy"]
+    cft = by(table[table["method"] == "alignrag"], "dataset", "iteration")["accuracy"]
     assert cft.loc["mini-factual"].tolist() == pytest.approx([50, 75, 100])
     assert cft.loc["mini-multihop"].tolist() == pytest.approx([25, 50, 50])
-    stopped = results.drop(results.index[(results["method"] == "alignrag (cft)") & (results["question_id"] == "q1")
+    stopped = results.drop(results.index[(results["method"] == "alignrag") & (results["question_id"] == "q1")
                                          & (results["iteration"] == 2)])
-    again = ex.iterations(stopped, ("alignrag (cft)",))
+    again = ex.iterations(stopped, ("alignrag",))
     assert again.query("dataset == 'mini-factual'")["accuracy"].tolist() == pytest.approx([50, 75, 100])
     with pytest.raises(ValueError, match="takes refiners"):
-        ex.iterations(results, ("vanilla rag",))
+        ex.iterations(results, ("dense",))
 
 
 def test_informative_vs_noisy_split(results):
     table = by(ex.informative_vs_noisy(results), "dataset", "method", "retrieval")
-    assert table.loc[(ex.POOLED, "alignrag (cft)", "informative"), ["accuracy", "n"]].tolist() == [100, 4]
-    assert table.loc[(ex.POOLED, "alignrag (cft)", "noisy"), ["accuracy", "n"]].tolist() == [50, 4]
-    assert table.loc[(ex.POOLED, "vanilla rag", "informative"), "accuracy"] == pytest.approx(75)
-    assert table.loc[("mini-factual", "vanilla rag", "noisy"), ["accuracy", "n"]].tolist() == [0, 1]
+    assert table.loc[(ex.POOLED, "alignrag", "informative"), ["accuracy", "n"]].tolist() == [100, 4]
+    assert table.loc[(ex.POOLED, "alignrag", "noisy"), ["accuracy", "n"]].tolist() == [50, 4]
+    assert table.loc[(ex.POOLED, "dense", "informative"), "accuracy"] == pytest.approx(75)
+    assert table.loc[("mini-factual", "dense", "noisy"), ["accuracy", "n"]].tolist() == [0, 1]
 
 
 def test_ablation_methods_and_tests(results):
     table = ex.ablation(results)
     assert list(dict.fromkeys(table["method"])) == list(ex.ABLATION)
     rows = by(table, "dataset", "method")
-    assert rows.loc[("mini-factual", "critic w/o ccs"), "accuracy"] == pytest.approx(75)
-    assert rows.loc[("mini-factual", "frozen critic"), "p vs alignrag (cft)"] == "0.5"
-    assert rows.loc[("mini-factual", "alignrag (cft)"), "p vs alignrag (cft)"] == ""
+    assert rows.loc[("mini-factual", "critic-no-ccs"), "accuracy"] == pytest.approx(75)
+    assert rows.loc[("mini-factual", "frozen-critic"), "p vs alignrag"] == "0.5"
+    assert rows.loc[("mini-factual", "alignrag"), "p vs alignrag"] == ""
 
 
 def test_transitions_from_y0_to_final(results):
     table = by(ex.transitions(results), "method", "dataset", "outcome")
     counts = lambda m, d: [table.loc[(m, d, o), "count"] for o in ex.OUTCOMES]  # noqa: E731
-    assert counts("alignrag (cft)", "mini-factual") == [2, 0, 2, 0]
+    assert counts("alignrag", "mini-factual") == [2, 0, 2, 0]
     assert counts("self-refine", "mini-factual") == [1, 2, 0, 1]
-    assert counts("alignrag (cpo)", "mini-multihop") == [0, 2, 1, 1]
-    assert table.loc[("alignrag (cft)", "mini-factual", "fixed"), "share"] == pytest.approx(50)
+    assert counts("alignrag-cpo", "mini-multihop") == [0, 2, 1, 1]
+    assert table.loc[("alignrag", "mini-factual", "fixed"), "share"] == pytest.approx(50)
     assert set(table.index.get_level_values("method")) == set(ex.REFINERS)
 
 
@@ -170,19 +170,19 @@ def test_critique_examples_prefer_differing_outcomes(results):
         ("mini-factual", "q4", "frozen only")]
     first = table.iloc[0]
     assert (first["y0"], first["gold"], first["y0 correct"]) == ("q3 draft", "gold q3", False)
-    assert first["frozen critique"] == "frozen critic on y0" and first["trained y1"] == "q3 alignrag (cft) y1"
+    assert first["frozen critique"] == "frozen-critic on y0" and first["trained y1"] == "q3 alignrag y1"
 
 
 def test_findings_follow_the_numbers(results):
-    text = ex.findings(results)
-    assert "alignrag (cft) 75.0% vs vanilla rag 37.5% (+37.5 points" in text
+    text = readings.findings(results)
+    assert "alignrag 75.0% vs dense 37.5% (+37.5 points" in text
     assert "3 vs 0 discordant questions, exact McNemar p = 0.25" in text
     assert "at the 0.05 level" not in text  # n = 8 cannot show it
     assert "The paper's Fig. 2" in text and "t=0 37.5% → t=1 62.5% → t=2 75.0%" in text
     # the same effect on 40 questions per dataset is called an effect
     big = {d: {m: v * 10 for m, v in methods.items()} for d, methods in RUNS.items()}
-    text = ex.findings(make_results(big, {d: v * 10 for d, v in Y0.items()}))
-    assert "alignrag (cft) is better at the 0.05 level (uncorrected)" in text
+    text = readings.findings(make_results(big, {d: v * 10 for d, v in Y0.items()}))
+    assert "alignrag is better at the 0.05 level (uncorrected)" in text
 
 
 def test_bad_input_is_named(results):
@@ -190,18 +190,18 @@ def test_bad_input_is_named(results):
         ex.table1(results.drop(columns="correct"))
     with pytest.raises(ValueError, match=r"lacks column\(s\) \['informative'\]"):
         ex.informative_vs_noisy(results.drop(columns="informative"))
-    with pytest.raises(ValueError, match="unknown method.*'alignrag'"):
-        ex.table1(results.replace({"method": {"alignrag (cft)": "alignrag"}}))
+    with pytest.raises(ValueError, match=r"unknown method.*'alignrag \(cft\)'"):
+        ex.table1(results.replace({"method": {"alignrag": "alignrag (cft)"}}))
     with pytest.raises(ValueError, match="correct must be 0/1, got 0.5"):
         ex.final(results.assign(correct=results["correct"].where(results.index != 3, 0.5)))
     with pytest.raises(ValueError, match="answers once"):
-        ex.final(pd.concat([results, results[results["method"] == "vanilla rag"].head(1).assign(iteration=1)]))
+        ex.final(pd.concat([results, results[results["method"] == "dense"].head(1).assign(iteration=1)]))
     with pytest.raises(ValueError, match="two rows"):
         ex.final(pd.concat([results, results.head(1)]))
     with pytest.raises(ValueError, match="domain must be one of"):
         ex.ood_drop(results.replace({"domain": {"in-domain": "id"}}))
-    with pytest.raises(ValueError, match="reference 'alignrag \\(cpo\\)' is not in results"):
-        ex.significance(results[results["method"] != "alignrag (cpo)"], reference="alignrag (cpo)")
+    with pytest.raises(ValueError, match="reference 'alignrag-cpo' is not in results"):
+        ex.significance(results[results["method"] != "alignrag-cpo"], reference="alignrag-cpo")
 
 
 def test_figures_save_exactly_what_they_plot(results, tmp_path, monkeypatch):

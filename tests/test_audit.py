@@ -87,8 +87,9 @@ def test_the_tables_count_flips_and_sycophancy_per_question():
 @pytest.mark.parametrize("method", ["dense", "corm"])
 def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(method, tmp_path):
     from robustkit.audit import analyse, audit_set, run, write_report
-    from robustkit.corm.experiments import queries_for, run_methods
-    from robustkit.corm.pipeline import settings, test_set
+    from robustkit.corm import settings
+    from robustkit.corm.pipeline import queries_for, run_methods
+    from robustkit.corm.train import test_set
 
     questions, rewrites = audit_set("mini", "tiny", n_questions=8)
     # notebook 04's protocol on the same questions, in-process first (it stages what the method

@@ -82,19 +82,19 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(monkeypatch):
     their hand-written biased rewrites."""
     import numpy as np
 
-    from robustkit.corm import pipeline, settings
+    from robustkit.corm import settings, train
     from robustkit.data import mini_corpus, mini_rewrites
 
     cfg = settings("tiny")
-    model_dir = pipeline.train_critic(cfg, "corm", progress=False)
-    history = pipeline.training_history(cfg, ["corm"])
+    model_dir = train.train_critic(cfg, "corm", progress=False)
+    history = train.training_history(cfg, ["corm"])
     assert (history["split"] == "val").sum() == cfg.epochs
     per_epoch = (history["split"] == "train").sum() // cfg.epochs  # each validation row at its epoch's last step
     assert history.loc[history["split"] == "val", "step"].tolist() == [e * per_epoch for e in range(1, cfg.epochs + 1)]
     scorer = CrossEncoderScorer(model_dir)
     corpus = mini_corpus()
     pairs = [([r.text] * 2, [corpus[q.gold_ids[0]].content, corpus[r.premise_ids[0]].content])
-             for q in pipeline.train_questions(cfg) for r in mini_rewrites()
+             for q in train.train_questions(cfg) for r in mini_rewrites()
              if r.question_id == q.id and r.premise_ids]
     wins = []
     for pair in pairs:
@@ -103,9 +103,9 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(monkeypatch):
     print(f"gold above premise in {np.mean(wins):.0%} of {len(wins)} pairs")
     assert np.mean(wins) > 0.5, f"gold above premise in {np.mean(wins):.0%} of {len(wins)} pairs"
     # validating the pipeline's shared scorer leaves it in eval mode: same scores after as before
-    shared = pipeline.critic_scorer(cfg, "corm")
+    shared = train.critic_scorer(cfg, "corm")
     before = shared.uncached().score(*pairs[0])  # uncached: a remembered score cannot show dropout
-    pipeline.compare_on_validation(cfg, ["corm"])
+    train.compare_on_validation(cfg, ["corm"])
     assert not shared.model.training
     np.testing.assert_array_equal(shared.uncached().score(*pairs[0]), before)
     # the shared scorer remembers pairs: the same scores, in the asked order, without a forward
@@ -116,7 +116,7 @@ def test_tiny_end_to_end_critic_separates_gold_from_premise(monkeypatch):
     np.testing.assert_array_equal(shared.score(*flipped), before[::-1])
     # a second call reuses the checkpoint instead of retraining
     stamp = (model_dir / "head.pt").stat().st_mtime_ns
-    assert pipeline.train_critic(cfg, "corm") == model_dir
+    assert train.train_critic(cfg, "corm") == model_dir
     assert (model_dir / "head.pt").stat().st_mtime_ns == stamp
 
 

@@ -9,7 +9,7 @@ import pytest
 from matplotlib.collections import PolyCollection
 
 from robustkit.corm import experiments as ex
-from robustkit.corm import figures, paper, pipeline
+from robustkit.corm import figures, paper, train
 from robustkit.metrics import cluster_bootstrap_ci
 
 
@@ -254,13 +254,13 @@ def test_training_history_validates_the_start_model_on_each_critics_own_groups(t
               {"id": "val-0", "epoch": 1, "split": "val", "loss": 0.8, "ndcg@3": 0.6, "mrr": 0.7}]
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logged))
     calls, loaded = [], []
-    monkeypatch.setattr(pipeline, "train_critic", lambda cfg, variant: tmp_path)
-    monkeypatch.setattr(pipeline, "training_groups", lambda cfg, **spec: (
+    monkeypatch.setattr(train, "train_critic", lambda cfg, variant: tmp_path)
+    monkeypatch.setattr(train, "training_groups", lambda cfg, **spec: (
         [], [{"query": "q", "spec": sorted(spec)}] * (2 if spec.get("relevance") else 3), {}))
-    monkeypatch.setattr(pipeline, "_start_model", lambda cfg: loaded.append(cfg) or "start model")
-    monkeypatch.setattr(pipeline, "_validate", lambda model, groups, loss, tau, batch_groups: calls.append(
+    monkeypatch.setattr(train, "_start_model", lambda cfg: loaded.append(cfg) or "start model")
+    monkeypatch.setattr(train, "_validate", lambda model, groups, loss, tau, batch_groups: calls.append(
         (model, len(groups), loss, tau)) or {"loss": 2.0, "ndcg@3": 0.5, "mrr": 0.55})
-    history = pipeline.training_history(settings("tiny"), ["corm", "relevance-ce", "tau-3"])
+    history = train.training_history(settings("tiny"), ["corm", "relevance-ce", "tau-3"])
     assert len(loaded) == 1
     assert calls == [("start model", 3, "hybrid", 1.0), ("start model", 2, "pointwise", 1.0),
                      ("start model", 3, "hybrid", 3.0)]
@@ -270,7 +270,7 @@ def test_training_history_validates_the_start_model_on_each_critics_own_groups(t
     assert corm.iloc[0][["epoch", "loss", "ndcg@3", "mrr"]].tolist() == [0, 2.0, 0.5, 0.55]
     assert history.groupby("critic")["val groups"].first().to_dict() == {"corm": 3, "relevance-ce": 2, "tau-3": 3}
     assert "id" not in history.columns
-    without = pipeline.training_history(settings("tiny"), ["corm"], start=False)
+    without = train.training_history(settings("tiny"), ["corm"], start=False)
     assert without["split"].tolist() == ["train", "train", "val"] and len(calls) == 3
 
 

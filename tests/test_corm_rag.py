@@ -3,6 +3,7 @@ import pytest
 
 from robustkit.baselines import ABSTAIN, FirstStage
 from robustkit.corm import experiments as ex
+from robustkit.corm import pipeline
 from robustkit.corm import settings
 from robustkit.corm.method import RiskAwareRAG, select_context
 from robustkit.data import PERTURBATION_TYPES, Corpus, Passage
@@ -127,9 +128,9 @@ def test_widgets_build():
 def test_tiny_test_set_rotates_one_rewrite_per_question():
     from collections import Counter
 
-    from robustkit.corm import pipeline
+    from robustkit.corm import train
 
-    questions, rewrites = pipeline.test_set("tiny")
+    questions, rewrites = train.test_set("tiny")
     assert [r.question_id for r in rewrites] == [q.id for q in questions]
     counts = Counter(r.type for r in rewrites)
     assert max(counts.values()) - min(counts.values()) <= 1 and len(counts) == 3
@@ -169,12 +170,12 @@ def test_queries_for_any_questions_and_several_rewrites_each():
                 Rewrite("a", fp, "Who wrote Frankenstein, Percy Shelley's novel?", "Percy Shelley"),
                 Rewrite("a", cb, "Who wrote Frankenstein, the gothic tale everyone loves?"),
                 Rewrite("b", cb, "What is the capital of Norway, the fjord country?")]
-    table = ex.queries_for(questions, rewrites)
+    table = pipeline.queries_for(questions, rewrites)
     assert table["query_id"].tolist() == ["a", "b", f"a|{fp}", f"a|{fp}|2", f"a|{cb}", f"b|{cb}"]
     assert table["query_id"].is_unique and (table["condition"] == "biased").sum() == 4
     assert table.loc[table["question_id"] == "b", "answers"].map(tuple).tolist() == [("Oslo",)] * 2
     with pytest.raises(ValueError, match=r"\['c'\]"):
-        ex.queries_for(questions, [Rewrite("c", fp, "Who painted it, Monet?", "Monet")])
+        pipeline.queries_for(questions, [Rewrite("c", fp, "Who painted it, Monet?", "Monet")])
 
 
 def test_table1_interval_resamples_questions_not_rewrites():
@@ -193,12 +194,12 @@ def _ci_width(table) -> float:
 
 def test_llm_rerank_subset_is_the_biased_queries_of_a_seeded_sample():
     cfg = settings("tiny")
-    queries = ex.test_queries(cfg)
-    subset = ex.llm_rerank_subset(cfg, queries)
+    queries = pipeline.test_queries(cfg)
+    subset = pipeline.llm_rerank_subset(cfg, queries)
     assert set(subset["condition"]) == {"biased"}
     assert subset["question_id"].nunique() == len(subset) == cfg.llm_rerank_questions
-    assert subset.equals(ex.llm_rerank_subset(cfg, queries))  # the seed decides, not the call
-    assert len(ex.llm_rerank_subset(settings(cfg, llm_rerank_questions=0), queries)) == len(queries)
+    assert subset.equals(pipeline.llm_rerank_subset(cfg, queries))  # the seed decides, not the call
+    assert len(pipeline.llm_rerank_subset(settings(cfg, llm_rerank_questions=0), queries)) == len(queries)
 
 
 class NamedRetriever(FixedRetriever):
@@ -220,7 +221,7 @@ def test_identity_changes_with_everything_that_decides_the_answers():
         return RiskAwareRAG(NamedRetriever(), reranker, NamedReader(), CORPUS, **knobs)
 
     base = rag().identity()
-    assert base["gamma"] is None and base["reader"]["model"] == "reader" and base["retriever"]["retriever"] == "fixed"
+    assert base["gamma"] is None and base["generator"]["model"] == "reader" and base["retriever"]["retriever"] == "fixed"
     variants = [rag(m=3), rag(c=2), rag(gamma=0.5), rag(max_words=20), rag(RandomOrder(0)), rag(RandomOrder(1))]
     identities = [base] + [v.identity() for v in variants]
     assert len({repr(i) for i in identities}) == len(identities)
@@ -244,10 +245,10 @@ def test_methods_run_on_a_researchers_own_corpus_questions_and_several_rewrites(
     own = Corpus([Passage(f"own-{p.id}", p.title, p.text, p.kind) for p in chosen], "own corpus")
     questions = [replace(q, gold_ids=tuple(f"own-{g}" for g in q.gold_ids)) for q in questions]
     rewrites = [r for r in mini_rewrites() if r.question_id in {q.id for q in questions}]
-    queries = ex.queries_for(questions, rewrites)
+    queries = pipeline.queries_for(questions, rewrites)
     assert len(queries) == 3 + 9  # each question clean and in each of the three bias types
 
-    results = ex.run_methods(settings("tiny"), ["dense", "bm25"], queries, corpus=own)
+    results = pipeline.run_methods(settings("tiny"), ["dense", "bm25"], queries, corpus=own)
     assert len(results) == 2 * len(queries)
     assert all(d.startswith("own-") for ranked in results["ranked_ids"] for d in ranked)
     found = results[results["gold_rank"].notna()]
@@ -266,7 +267,7 @@ def test_methods_run_on_a_researchers_own_corpus_questions_and_several_rewrites(
 @pytest.mark.slow
 def test_the_adversary_rewrites_a_users_questions_once_and_stages_them(tmp_path, monkeypatch):
     import robustkit as rk
-    from robustkit.corm.pipeline import adversary_rewrites
+    from robustkit.corm.train import adversary_rewrites
     from robustkit.data import Question
 
     monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from robustkit.corm import kinds, paper, readings
+from robustkit.corm import paper, readings
 from robustkit.methods import Answer, trace_table
 
 
@@ -84,12 +84,12 @@ def test_label_and_rank1_findings_read_their_tables():
                                 "questions with a positive": 12, "questions": 12},
                                {"AUC gold vs other": 0.909, "gold ranked first (questions)": 12.0,
                                 "questions with a positive": 12, "questions": 12}], index=["s", "s_soft"])
-    text = kinds.label_findings(by_kind, separation)
+    text = readings.label_findings(by_kind, separation)
     assert "s > 0 for 90.5% of gold candidates, 15.0% of premise-matching" in text
     assert "(s_soft separates better)" in text and "gold for 10 (s) and 12 (s_soft) of 12 questions" in text
     top1 = pd.DataFrame({"gold at rank 1 (%)": [52.4, 78.6, 73.8], "premise-matching at rank 1 (%)": [42.9, 11.9, 7.1],
                          "n": [42, 42, 42]}, index=["dense", "warm-start", "corm"])
-    text = kinds.rank1_findings(top1)
+    text = readings.rank1_findings(top1)
     assert "dense: a premise-matching passage first for 42.9%" in text
     assert "premise-matching first 7.1–11.9%, gold first 73.8–78.6%" in text
     assert "corm: premise-matching 7.1% (lowest: corm), gold 73.8% (highest: warm-start)" in text

@@ -44,12 +44,12 @@ def test_warm_start_knobs_are_checked(knob, value, message):
 
 
 def test_without_the_warm_start_every_critic_starts_from_the_bare_bi_encoder(monkeypatch, tmp_path):
-    from robustkit.corm import pipeline, settings
+    from robustkit.corm import settings, train
     from robustkit.models import resolve_model
 
     monkeypatch.setenv("ROBUSTKIT_RUNS", str(tmp_path))
     init = resolve_model("critic_init", "tiny", verbose=False)
-    assert pipeline.critic_start(settings("tiny", warm_start=False)) == (init.path, init.name, init.name)
+    assert train.critic_start(settings("tiny", warm_start=False)) == (init.path, init.name, init.name)
     assert not any(tmp_path.iterdir())  # nothing trained
 
 

@@ -118,8 +118,8 @@ def test_revise_threshold_revises_as_often_as_training_drafts_are_wrong():
 def test_transitions_and_the_paired_test_count_questions():
     before, after = [1, 1, 0, 0, 0], [1, 0, 1, 1, 0]
     trace = {"changed": True}  # a trace is a dict in the results table (methods.run)
-    rows = [{"dataset": "d", "method": m, "question_id": f"q{i}", "correct": c, "trace": trace if m != "baseline-rag" else None}
-            for m, values in (("baseline-rag", before), ("counterrefine", after)) for i, c in enumerate(values)]
+    rows = [{"dataset": "d", "method": m, "question_id": f"q{i}", "correct": c, "trace": trace if m != "dense" else None}
+            for m, values in (("dense", before), ("counterrefine", after)) for i, c in enumerate(values)]
     table = transitions(pd.DataFrame(rows))
     kit = table[table["source"] == "kit"].set_index("outcome")
     assert kit["count"].to_dict() == {"stay correct": 1, "stay wrong": 1, "fixed": 2, "harmed": 1}

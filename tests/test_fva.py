@@ -7,7 +7,7 @@ from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds, graded_retri
 from robustkit.data import mini_misconceptions
 from robustkit.fva import settings
 from robustkit.fva.method import FVARAG, parse_queries
-from robustkit.fva.pipeline import stratified_sample, stratum
+from robustkit.fva.data import stratified_sample, stratum
 from robustkit.judges import AnswerConflict, NLIAdjudicator
 from robustkit.methods import Query
 
@@ -137,13 +137,13 @@ def test_crag_grades_retrieval_with_the_kits_relevance_cross_encoder(mini, queri
     thresholds its tertiles over training questions, and the run log names the checkpoint."""
     from robustkit.artifacts import read_manifest
     from robustkit.crossencoder.relevance import relevance_model
-    from robustkit.fva import pipeline
+    from robustkit.fva import build, pipeline, train
 
-    corpus, _ = mini
+    corpus, dense = mini
     cfg = settings("tiny")
-    grader = pipeline.crag_evaluator(cfg)
-    assert grader is pipeline.crag_evaluator(cfg)  # one scorer per config
-    crag = pipeline.methods(cfg, corpus, AnswerConflict(), grader=grader)["crag"]
+    grader = train.crag_evaluator(cfg)
+    assert grader is train.crag_evaluator(cfg)  # one scorer per config
+    crag = build.build("crag", cfg, corpus=corpus, retriever=dense, calibration=train.calibration_questions())
     assert crag.evaluator is grader and 0 <= crag.lower <= crag.upper <= 1
     answers = crag.answer(queries)
     first = crag.retriever.search([q.text for q in queries], 3)
@@ -155,7 +155,7 @@ def test_crag_grades_retrieval_with_the_kits_relevance_cross_encoder(mini, queri
     assert logged["sha256"] == read_manifest(relevance_model("tiny"))["sha256"]
     assert logged["recipe"]["dataset"] == "mini"
     cosine = settings("tiny", crag_evaluator="dense-cosine")
-    assert pipeline.crag_evaluator(cosine) is None and pipeline.run_log(cosine)["crag evaluator"] == "dense-cosine"
+    assert train.crag_evaluator(cosine) is None and pipeline.run_log(cosine)["crag evaluator"] == "dense-cosine"
 
 
 def test_self_rag_keeps_the_best_critiqued_candidate(generator, mini, queries):
@@ -187,7 +187,7 @@ def test_stratified_sample_balances_the_paper_categories():
 def test_fva_interrupted_midway_resumes_to_the_same_answers(tmp_path, generator, mini, queries, monkeypatch):
     """Ctrl-C in the kill-query step (the drafts are cached, the rest is not): the rerun replays the
     finished calls from the call cache and ends with the answers of an uninterrupted run."""
-    from robustkit.llm import CallCache
+    from robustkit.callcache import CallCache
 
     corpus, dense = mini
 

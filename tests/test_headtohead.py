@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from robustkit.headtohead import experiments as ex
+from robustkit.headtohead import readings
 from robustkit.headtohead.config import METHODS, settings
 
 
@@ -71,7 +72,7 @@ def test_significance_tests_every_condition_against_dense():
 
 def test_findings_state_n_the_reference_and_the_number_of_comparisons():
     results = _results()
-    text = ex.findings(ex.summary(results), ex.robustness(results), ex.significance(results))
+    text = readings.findings(ex.summary(results), ex.robustness(results), ex.significance(results))
     assert "3 questions, 6 queries per method" in text
     assert "3 comparisons" in text and "0 below 0.05 uncorrected" in text
 
@@ -134,24 +135,24 @@ def test_by_set_scores_each_sets_methods_and_says_why_the_others_did_not_run():
     from robustkit.headtohead.pipeline import TWO_HOP_ALIGNRAG, TWO_HOP_COUNTERREFINE
 
     rows = []
-    right = {(TWO_HOP_ALIGNRAG, "dense"): {"q1"}, (TWO_HOP_ALIGNRAG, "alignrag"): {"q1", "q2"},
+    right = {(TWO_HOP_ALIGNRAG, "dense"): {"q1"}, (TWO_HOP_ALIGNRAG, "alignrag-cpo"): {"q1", "q2"},
              ("misconceptions", "dense"): {"m1"}, ("misconceptions", "fva-rag"): {"m2"}}
     for (name, method), correct in right.items():
         for q in (("q1", "q2") if name == TWO_HOP_ALIGNRAG else ("m1", "m2")):
             rows.append({"set": name, "method": method, "question_id": q, "correct": float(q in correct),
-                         "model_calls": 5 if method == "alignrag" else 1})
-    table = ex.by_set(pd.DataFrame(rows), ["dense", "fva-rag", "alignrag", "counterrefine", "corm"])
+                         "model_calls": 5 if method == "alignrag-cpo" else 1})
+    table = ex.by_set(pd.DataFrame(rows), ["dense", "fva-rag", "alignrag-cpo", "counterrefine", "corm"])
     table = table.set_index(["set", "method"])
-    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "accuracy"] == 100
-    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "only it right"] == 1
-    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "only dense right"] == 0
-    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag"), "model calls / question"] == 5
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag-cpo"), "accuracy"] == 100
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag-cpo"), "only it right"] == 1
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag-cpo"), "only dense right"] == 0
+    assert table.loc[(TWO_HOP_ALIGNRAG, "alignrag-cpo"), "model calls / question"] == 5
     assert table.loc[("misconceptions", "fva-rag"), "accuracy"] == 50
     assert table.loc[("misconceptions", "fva-rag"), "p"] == 1  # one discordant question each way
     assert (table["comparisons"] == 2).all()
     not_run = table[table["not run"].notna()]
     assert not_run["accuracy"].isna().all()
-    assert (TWO_HOP_ALIGNRAG, "fva-rag") in not_run.index and ("misconceptions", "alignrag") in not_run.index
+    assert (TWO_HOP_ALIGNRAG, "fva-rag") in not_run.index and ("misconceptions", "alignrag-cpo") in not_run.index
     assert "misconception" in table.loc[(TWO_HOP_ALIGNRAG, "fva-rag"), "not run"]
     # on the other reader's set a method says where it ran, not that it was never built for two hops
     assert TWO_HOP_COUNTERREFINE in table.loc[(TWO_HOP_ALIGNRAG, "counterrefine"), "not run"]
@@ -166,6 +167,6 @@ def test_system_takes_another_corpus_with_the_retriever_that_searches_it():
 
     corpus = Corpus([Passage("p1", "Oslo", "Oslo is the capital of Norway.")], "one passage")
     with pytest.raises(ValueError, match="needs its retriever"):
-        system(settings("tiny"), "alignrag", corpus=corpus)
+        system(settings("tiny"), "alignrag-cpo", corpus=corpus)
     with pytest.raises(ValueError, match="pass corpus= too"):
         system(settings("tiny"), "corm", retriever=object())

@@ -2,7 +2,8 @@
 import pytest
 
 from robustkit import llm
-from robustkit.llm import CallCache, Generator
+from robustkit.callcache import CallCache
+from robustkit.llm import Generator
 
 PASSAGE_PROMPT = ("Passage: Canberra is the capital city of Australia.\n"
                   "Question: what is the capital of australia?\nAnswer:")

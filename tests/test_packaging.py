@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from robustkit import config
+from robustkit import config, paths
 from robustkit.data import data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,24 +88,24 @@ def test_an_installed_kit_reads_the_packaged_teaching_set_and_writes_into_the_us
         tmp_path, monkeypatch):
     site = tmp_path / "site-packages" / "robustkit"
     site.mkdir(parents=True)
-    assert config._checkout(site) is None  # an installed wheel: no pyproject.toml beside it
-    assert config._checkout(config.PACKAGE_DIR) == ROOT  # this checkout
-    assert config.MINI_DIR == ROOT / "data" / "mini"
+    assert paths.checkout(site) is None  # an installed wheel: no pyproject.toml beside it
+    assert paths.checkout(paths.PACKAGE_DIR) == ROOT  # this checkout
+    assert paths.MINI_DIR == ROOT / "data" / "mini"
     work = tmp_path / "content"
     work.mkdir()
-    monkeypatch.setattr(config, "CHECKOUT", None)
+    monkeypatch.setattr(paths, "CHECKOUT", None)
     for name in ("ROBUSTKIT_HOME", "ROBUSTKIT_RUNS", "ROBUSTKIT_FIGURES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(work)
     assert config.runs_dir("tiny") == work / "runs" / "tiny"
-    assert config.figures_dir() == work / "figures"
+    assert paths.figures_dir() == work / "figures"
     monkeypatch.setenv("ROBUSTKIT_HOME", str(tmp_path / "elsewhere"))
-    assert config.figures_dir() == tmp_path / "elsewhere" / "figures"
+    assert paths.figures_dir() == tmp_path / "elsewhere" / "figures"
     monkeypatch.setenv("ROBUSTKIT_CACHE", str(tmp_path / "cache"))
-    assert config.cache_dir() == tmp_path / "cache"
+    assert paths.cache_dir() == tmp_path / "cache"
     monkeypatch.delenv("ROBUSTKIT_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert config.cache_dir() == tmp_path / "xdg" / "robustkit"
+    assert paths.cache_dir() == tmp_path / "xdg" / "robustkit"
 
 
 

@@ -201,7 +201,8 @@ import os, signal, sys
 from robustkit.artifacts import stage
 from robustkit.corm.teacher import label
 from robustkit.data import mini_corpus, mini_questions, read_jsonl, write_jsonl
-from robustkit.llm import CallCache, Generator
+from robustkit.callcache import CallCache
+from robustkit.llm import Generator
 from robustkit.retrieval import DenseRetriever, load_embedder
 
 out, cache, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -263,7 +264,7 @@ def interrupted_on_call(real, n: int):
 def test_perturbation_interrupted_resumes_to_the_same_records(tmp_path, generator, monkeypatch):
     from robustkit.corm.perturb import synthesize
     from robustkit.data import mini_questions
-    from robustkit.llm import CallCache
+    from robustkit.callcache import CallCache
 
     questions = mini_questions("train")[:2]
     knobs = dict(retries=1, seed=3, progress=False)
@@ -285,7 +286,7 @@ def test_method_run_interrupted_resumes_to_the_same_answers(tmp_path, generator,
     from robustkit import methods
     from robustkit.baselines import FirstStage
     from robustkit.data import mini_corpus, mini_questions
-    from robustkit.llm import CallCache
+    from robustkit.callcache import CallCache
     from robustkit.retrieval import DenseRetriever
 
     corpus = mini_corpus()

@@ -15,7 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from robustkit import llm
-from robustkit.llm import CallCache, Generator
+from robustkit.callcache import CallCache
+from robustkit.llm import Generator
 
 
 def refuse(*args, **kwargs):

@@ -53,12 +53,11 @@ def test_the_served_method_answers_any_openai_client_as_it_answers_in_process(de
     from openai import BadRequestError, NotFoundError, OpenAI
 
     from robustkit.data.mini import mini_questions
-    from robustkit.headtohead.config import settings
-    from robustkit.headtohead.pipeline import system
+    from robustkit import registry
     from robustkit.methods import Query
 
     questions = mini_questions("test")[:4]
-    local = system(settings("tiny"), "dense").answer([Query(q.id, q.id, q.text) for q in questions])
+    local = registry.build("dense", "tiny").answer([Query(q.id, q.id, q.text) for q in questions])
     client = OpenAI(base_url=dense_server, api_key="-", max_retries=0)
     assert [m.id for m in client.models.list()] == ["dense"]
     for question, expected in zip(questions, local):

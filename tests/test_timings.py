@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from robustkit import config, timings
+from robustkit import config, timings, workload, workload_prompts
 from robustkit.device import GB, GPU
+from robustkit.fva import method as fva_method
 from robustkit.workload import notebook_work
 
 NOTEBOOKS = ("00", "01", "02", "03", "04", "05", "06", "07", "08")
@@ -54,3 +55,44 @@ def test_the_readmes_notebook_table_shows_the_measured_cpu_times():
     for notebook, text in shown.items():
         seconds, _ = timings.MEASURED[(f"notebook {notebook}", "tiny", "CPU")]
         assert text == (f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min"), notebook
+
+
+def test_every_prompt_is_counted_as_its_method_builds_it_today():
+    """The staged token counts were made on the prompts the methods build now: editing one (a template in
+    fva.method, reader.READER_INSTRUCTION …) fails here until the counts are restaged."""
+    skeletons = workload.prompt_skeletons()
+    stale = workload_prompts.stale(skeletons)
+    assert not stale, (f"prompts {stale} changed since robustkit/workload_prompts.py's STAGED counted them: "
+                       "run `python -m robustkit.workload` and paste the table it prints over STAGED")
+    assert set(workload_prompts.STAGED) == set(skeletons), "STAGED counts a prompt the workload no longer has"
+
+
+@pytest.fixture
+def recount(monkeypatch):
+    """Prompts the workload counts afresh, by a stand-in for the tokenizer (1,000 tokens each)."""
+    counted = []
+    monkeypatch.setattr(workload_prompts, "count", lambda prompts: counted.extend(prompts) or
+                        {name: 1000.0 for name in prompts})
+    workload.overheads.cache_clear()
+    yield counted
+    workload.overheads.cache_clear()
+
+
+def test_an_edited_prompt_changes_the_workload_derived_from_it(monkeypatch, recount):
+    before = timings.estimate_minutes("05", "colab", "T4")
+    kill = [w for w in notebook_work("05", "colab") if w.what == "FVA kill queries"]
+    assert recount == []  # every count staged
+    monkeypatch.setattr(fva_method, "KILL_PROMPT", fva_method.KILL_PROMPT + " Think step by step.")
+    workload.overheads.cache_clear()
+    edited = [w for w in notebook_work("05", "colab") if w.what == "FVA kill queries"]
+    assert recount == ["kill"]  # counted afresh, the others read from STAGED
+    assert edited[0].tokens_in - kill[0].tokens_in == round(1000 - workload_prompts.STAGED["kill"][0])
+    assert timings.estimate_minutes("05", "colab", "T4") > before
+
+
+@pytest.mark.slow
+def test_the_staged_counts_are_the_tokenizers():
+    """Each staged count is SmolLM2's tokenizer on its prompt rendered as the generator renders it
+    (the tokenizer alone, from the shipped GGUF, about 10 s)."""
+    skeletons = workload.prompt_skeletons()
+    assert workload_prompts.count(skeletons) == {name: workload_prompts.STAGED[name][0] for name in skeletons}

@@ -9,7 +9,7 @@ import pytest
 
 from robustkit.data import DataError, load
 from robustkit.data.records import Misconception
-from robustkit.llm import CallCache
+from robustkit.callcache import CallCache
 from robustkit.truthfulqa import (MCEntry, load_mc_task, mc_scores, rouge_l, score_generations)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"

@@ -12,11 +12,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from robustkit.config import Scale, check_knob, knobs_at
+from robustkit.config import MethodConfig, Scale, check_knob
+
+# tiny: sized for notebook 07 inside CI's budget on a 2-core CPU, the critics' training included.
+# The CPU is the limit: every round costs a critique, a rationale and an answer line for each
+# question and critic. So tiny evaluates 4 + 4 questions for T = 1 round over 20-word documents,
+# and trains each critic on 8 questions for 2 epochs in batches of 2 (8 steps) with LoRA on the top
+# 6 of SmolLM2's 30 layers only, so that backpropagation stops there (a faster CPU step). At the
+# paper's lr 1e-5 eight steps would not move the adapter, so tiny uses 1e-3 and small 5e-4; colab
+# keeps the paper's recipe. Small evaluates 30 NQ-open and 30 HotpotQA questions for T = 5 rounds
+# (the paper's) with critics trained on 48 NQ-open training questions (24 steps each), sized to
+# finish within an hour on a CPU. The results page has what each of these cost, measured.
+DEFAULTS: dict[str, dict] = {
+    "tiny": dict(n_factual=4, n_multihop=4, n_train=8, iterations=1, max_words=20, rationale_tokens=24,
+                 answer_tokens=8, critique_tokens=40, learning_rate=1e-3, lora_layers=6, batch_size=2,
+                 max_length=320),
+    "small": dict(n_nq=30, n_hotpotqa=30, n_train=48, iterations=5, max_words=30, rationale_tokens=32,
+                  answer_tokens=10, critique_tokens=48, learning_rate=5e-4, lora_layers=6),
+    # colab: the paper's T = 5 and recipe, critics trained on 200 NQ-open questions, 60 + 60 evaluated,
+    # inside a notebook's ~30 min on a T4 (robustkit.timings estimates it)
+    "colab": dict(iterations=5, n_train=200, n_nq=60, n_hotpotqa=60), "paper": {"iterations": 5}}
 
 
-@dataclass(frozen=True)
-class AlignRAGConfig:
+@dataclass(frozen=True, repr=False)
+class AlignRAGConfig(MethodConfig, what="AlignRAG", defaults=DEFAULTS):
     scale: Scale
     k: int = 3  # documents per question (one retrieval call)
     max_words: int = 0  # documents clipped to this many words in prompts (0 = the scale's)
@@ -50,40 +69,7 @@ class AlignRAGConfig:
                 low = 0 if f.name.startswith("n_") or f.name in ("max_words", "iterations", "lora_layers") else 1
                 check_knob(f"AlignRAG knob {f.name}", value, integer=True, low=low)
 
-    def replace(self, **changes) -> "AlignRAGConfig":
-        return settings(self.scale, **{**_knobs(self), **changes})
-
-    def __repr__(self) -> str:
-        knobs = ", ".join(f"{k}={v}" for k, v in _knobs(self).items())
-        return f"AlignRAGConfig(scale={self.scale.name!r}, seed={self.scale.seed}, {knobs})"
-
-
-# tiny: sized for notebook 07's 6 CI minutes on a 2-core CPU, the critics' training included.
-# The CPU is the limit: a forward pass costs ~2.5 ms a token (near the two cores' peak), a decoding
-# step ~0.2 s a batch, and every round costs a critique, a rationale and an answer line for each
-# question and critic. So tiny evaluates 4 + 4 questions for T = 1 round over 20-word documents,
-# and trains each critic on 8 questions for 2 epochs in batches of 2 (8 steps) with LoRA on the top 6 of
-# SmolLM2's 30 layers only, so that backpropagation stops there (a CPU step 2.3× faster). At the
-# paper's lr 1e-5 eight steps would not move the adapter, so tiny uses 1e-3 and small 5e-4;
-# colab keeps the paper's recipe. Small evaluates 30 NQ-open and 30 HotpotQA questions for
-# T = 5 rounds (the paper's) with critics trained on 48 NQ-open training questions (24 steps each): on the same
-# CPU the training corpus took 2.5 min and the critics 3.2 (CFT), 3.9 (w/o CCS) and 8.8 min (CPO);
-# the whole small run took 44 min.
-DEFAULTS: dict[str, dict] = {
-    "tiny": dict(n_factual=4, n_multihop=4, n_train=8, iterations=1, max_words=20, rationale_tokens=24,
-                 answer_tokens=8, critique_tokens=40, learning_rate=1e-3, lora_layers=6, batch_size=2,
-                 max_length=320),
-    "small": dict(n_nq=30, n_hotpotqa=30, n_train=48, iterations=5, max_words=30, rationale_tokens=32,
-                  answer_tokens=10, critique_tokens=48, learning_rate=5e-4, lora_layers=6),
-    # colab: the paper's T = 5 and recipe, critics trained on 200 NQ-open questions, 60 + 60 evaluated
-    # (~25 min on a T4, estimated: the three LoRA critics ~11, the CDA loop ~12)
-    "colab": dict(iterations=5, n_train=200, n_nq=60, n_hotpotqa=60), "paper": {"iterations": 5}}
-
 
 def settings(scale: AlignRAGConfig | Scale | str | None = None, **changes) -> AlignRAGConfig:
     """AlignRAG's knobs at a scale (its defaults, with ``changes``); a config passes through."""
-    return knobs_at(AlignRAGConfig, DEFAULTS, scale, changes, "AlignRAG")
-
-
-def _knobs(cfg: AlignRAGConfig) -> dict:
-    return {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "scale"}
+    return AlignRAGConfig.settings(scale, **changes)

@@ -18,22 +18,22 @@ import numpy as np
 import pandas as pd
 
 from robustkit.alignrag import paper
-from robustkit.metrics import bootstrap_ci, format_p, paired_tests
+from robustkit.alignrag.build import IDS
+from robustkit.metrics import bootstrap_ci, paired_tests
 
-METHODS = ("cot (no retrieval)", "vanilla rag", "self-refine", "frozen critic", "critic w/o ccs",
-           "alignrag (cft)", "alignrag (cpo)")
+METHODS = IDS
 BASELINES, REFINERS = METHODS[:2], METHODS[2:]  # baselines answer once (iteration 0 only)
-REFERENCE, CPO, FROZEN = "alignrag (cft)", "alignrag (cpo)", "frozen critic"
-ABLATION = ("vanilla rag", "frozen critic", "critic w/o ccs", "alignrag (cft)")  # Fig. 6
+REFERENCE, CPO, FROZEN = "alignrag", "alignrag-cpo", "frozen-critic"  # AlignRAG: the paper's CFT critic
+ABLATION = ("dense", "frozen-critic", "critic-no-ccs", "alignrag")  # Fig. 6
 DOMAINS = ("in-domain", "out-of-domain")
 OUTCOMES = ("stay correct", "stay wrong", "fixed", "harmed")
 POOLED = "all (pooled)"  # the dataset label of rows that pool every dataset's questions
 # (what a contrast tests, method A, method B) for the pooled tests of ``findings``
-CONTRASTS = (("retrieval", "vanilla rag", "cot (no retrieval)"),
-             ("critique-driven refinement", REFERENCE, "vanilla rag"),
+CONTRASTS = (("retrieval", "dense", "cot"),
+             ("critique-driven refinement", REFERENCE, "dense"),
              ("a trained critic over self-critique", REFERENCE, "self-refine"),
              ("training the critic", REFERENCE, FROZEN),
-             ("contrastive critique synthesis", REFERENCE, "critic w/o ccs"),
+             ("contrastive critique synthesis", REFERENCE, "critic-no-ccs"),
              ("preference optimisation over fine-tuning", CPO, REFERENCE))
 _KEYS = ["dataset", "method", "question_id"]
 
@@ -41,7 +41,7 @@ _KEYS = ["dataset", "method", "question_id"]
 def final(results: pd.DataFrame) -> pd.DataFrame:
     """Each (dataset, method, question)'s answer: its row at its largest iteration, in the run's
     dataset order, then ``METHODS`` order."""
-    _check(results)
+    check_results(results)
     return _final(results)
 
 
@@ -49,7 +49,7 @@ def table1(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     """Accuracy (%) of every method's final answer per dataset, with a 95% bootstrap CI over
     questions ("CI low", "CI high"), F1 (%) and n; an ``all (pooled)`` row per method pools every
     dataset's questions; the paper's averages (source "paper") follow."""
-    _check(results, "domain", "f1")
+    check_results(results, "domain", "f1")
     last = _final(results)
     scopes = [({"dataset": d, "domain": part["domain"].iloc[0]}, part) for d, part in last.groupby("dataset", sort=False)]
     if len(scopes) > 1:
@@ -63,7 +63,7 @@ def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFr
     """Exact McNemar of the reference's final answers against every other method's, per dataset:
     improvements (only the reference right), regressions (only the other right), p, and the
     number of tests run (``comparisons``; the p values are uncorrected)."""
-    _check(results)
+    check_results(results)
     last = _final(results)
     return paired_tests(last, reference, by=["dataset"], methods=_present(last["method"]))
 
@@ -72,7 +72,7 @@ def table5(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     """Table 5: the critic trained by fine-tuning on contrastive critiques (CFT) vs by DPO (CPO),
     per dataset: each one's accuracy with its CI, CPO − CFT (points), the discordant questions
     and the exact McNemar p between them."""
-    _check(results)
+    check_results(results)
     last, rows = _final(results), []
     for dataset, part in last.groupby("dataset", sort=False):
         wide = part.pivot(index="question_id", columns="method", values="correct")
@@ -93,7 +93,7 @@ def ood_drop(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     """Fig. 2: per method, accuracy on the in-domain and on the out-of-domain questions (each
     domain's datasets pooled), the drop in − out (points) with a 95% CI from bootstrapping the
     two question sets independently, n_in and n_out; the paper's drops (source "paper") follow."""
-    _check(results, "domain")
+    check_results(results, "domain")
     last, rows = _final(results), []
     missing = [d for d in DOMAINS if d not in set(last["domain"])]
     if missing:
@@ -113,7 +113,7 @@ def ood_drop(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
 def iterations(results: pd.DataFrame, methods=("self-refine", REFERENCE), *, seed: int = 0) -> pd.DataFrame:
     """Fig. 3: accuracy (%) with its CI after each critique round t = 0..T, per method and dataset.
     A question whose trajectory stopped before T keeps its last answer in later rounds."""
-    _check(results)
+    check_results(results)
     unknown = [m for m in methods if m not in REFINERS]
     if unknown:
         raise ValueError(f"iterations takes refiners {list(REFINERS)}, got {unknown}")
@@ -139,7 +139,7 @@ def informative_vs_noisy(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFram
     hold an answer-bearing passage ("informative") and on the rest ("noisy"), pooled over datasets
     (``all (pooled)``) and per dataset. Chain of thought reads no documents: its split shows how
     much easier the informative questions are without them."""
-    _check(results, "informative")
+    check_results(results, "informative")
     last = _final(results).dropna(subset=["informative"])
     odd = last["informative"][~last["informative"].isin([True, False])]
     if len(odd):
@@ -154,7 +154,7 @@ def ablation(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     """Fig. 6: no critique (vanilla RAG), an untrained critic, a critic trained on non-contrastive
     self-critiques, and AlignRAG's critic, per dataset: accuracy with its CI, n, and the exact
     McNemar p of AlignRAG (CFT) against each."""
-    _check(results)
+    check_results(results)
     last = _final(results)
     if REFERENCE not in set(last["method"]):
         raise ValueError(f"ablation needs {REFERENCE!r} in results")
@@ -167,7 +167,7 @@ def ablation(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
 def transitions(results: pd.DataFrame) -> pd.DataFrame:
     """Per refiner and dataset, from y_0 to the final answer: how many questions stay correct,
     stay wrong, are fixed or harmed (count, share % and n)."""
-    _check(results)
+    check_results(results)
     rows = []
     for method in _present(results["method"], REFINERS):
         part = results[results["method"] == method]
@@ -187,7 +187,7 @@ def critique_examples(results: pd.DataFrame, n: int = 3) -> pd.DataFrame:
     """Questions on which the frozen and the trained (CFT) critic both critiqued y_0: the question,
     gold, y_0, each critique Δ_0 and the answer y_1 it led to. Questions where exactly one critique
     led to a right y_1 come first (the trained one's first), then the rest in run order."""
-    _check(results, "question", "gold", "answer", "critique")
+    check_results(results, "question", "gold", "answer", "critique")
     keys = ["dataset", "question_id"]
     at = lambda method, t: results[(results["method"] == method) & (results["iteration"] == t)]  # noqa: E731
     y0 = at(FROZEN, 0)[[*keys, "question", "gold", "answer", "correct"]].rename(
@@ -206,43 +206,11 @@ def critique_examples(results: pd.DataFrame, n: int = 3) -> pd.DataFrame:
             .drop(columns=["rank", "frozen right", "trained right"]).reset_index(drop=True))
 
 
-def findings(results: pd.DataFrame) -> str:
-    """What this run shows, in sentences computed from its numbers (nothing typed in by hand)."""
-    _check(results, "domain")
-    last, lines = _final(results), []
-    wide = last.pivot(index=["dataset", "question_id"], columns="method", values="correct")
-    datasets = last["dataset"].nunique()
-    tests = [(what, a, b) for what, a, b in CONTRASTS if {a, b} <= set(wide.columns)]
-    for what, a, b in tests:
-        t = paired_tests(last, a, methods=[b], unit=["dataset", "question_id"]).iloc[0]
-        pair = wide[[a, b]].dropna()
-        diff = 100 * (pair[a].mean() - pair[b].mean())
-        verdict = (f"{a} is {'better' if diff > 0 else 'worse'} at the 0.05 level (uncorrected)" if t["p"] < 0.05
-                   else "no difference distinguishable from chance at this n")
-        lines.append(f"{what.capitalize()}: {a} {100 * pair[a].mean():.1f}% vs {b} {100 * pair[b].mean():.1f}% "
-                     f"({diff:+.1f} points; {datasets} dataset(s) pooled, n = {t['n']}; {t['improvements']} vs "
-                     f"{t['regressions']} discordant questions, exact McNemar p {format_p(t['p'], True)}): {verdict}.")
-    if tests:
-        lines.append(f"That is {len(tests)} pooled tests: Bonferroni at 0.05 asks p < {0.05 / len(tests):.2g} of each; "
-                     f"significance() runs {len(significance(results))} per-dataset tests against {REFERENCE}.")
-    if set(DOMAINS) <= set(last["domain"]):
-        drop = ood_drop(results).query("source == 'kit'").set_index("method")
-        kit = "; ".join(f"{m} {r['drop']:.1f} [{r['CI low']:.1f}, {r['CI high']:.1f}]" for m, r in drop.iterrows()
-                        if m in paper.OOD_DROP["method"].values)
-        theirs = ", ".join(f"{r['paper method']} {r['drop']:.1f}" for _, r in paper.OOD_DROP.iterrows())
-        lines.append(f"In-domain − out-of-domain accuracy (points, 95% CI): {kit}. The paper's Fig. 2 (its own units): {theirs}.")
-    if REFERENCE in set(results["method"]):
-        steps = iterations(results, (REFERENCE,)).assign(right=lambda t: t["accuracy"] * t["n"])
-        acc = steps.groupby("iteration")["right"].sum() / steps.groupby("iteration")["n"].sum()
-        lines.append(f"{REFERENCE} over critique rounds (datasets pooled): " +
-                     " → ".join(f"t={t} {a:.1f}%" for t, a in acc.items()) + ".")
-    return "\n".join(lines)
-
-
 # --- helpers --------------------------------------------------------------------------------
 
-def _check(results: pd.DataFrame, *columns: str) -> None:
-    """Reject what would otherwise be summarised wrongly, naming the offending value."""
+def check_results(results: pd.DataFrame, *columns: str) -> None:
+    """Reject a run's table that would be summarised wrongly (a missing column, an unknown
+    method, a non-0/1 verdict …), naming the offending value."""
     if not isinstance(results, pd.DataFrame):
         raise TypeError(f"results must be a pandas DataFrame, got {type(results).__name__}")
     needed = list(dict.fromkeys([*_KEYS, "iteration", "correct", *columns]))

@@ -155,8 +155,8 @@ def plot_training_curves(curves: pd.DataFrame, scale: str, name: str | None = "a
     panels = [p for p in ((("cft", "w/o ccs"), "SFT loss (token NLL)"), (("cpo",), "DPO loss"))
               if set(p[0]) & set(curves["critic"])]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.2), squeeze=False)
-    colours = {"cft": METHOD_COLOURS["alignrag (cft)"], "w/o ccs": METHOD_COLOURS["critic w/o ccs"],
-               "cpo": METHOD_COLOURS["alignrag (cpo)"]}
+    colours = {"cft": METHOD_COLOURS["alignrag"], "w/o ccs": METHOD_COLOURS["critic-no-ccs"],
+               "cpo": METHOD_COLOURS["alignrag-cpo"]}
     for ax, (critics, label) in zip(axes[0], panels):
         for critic in critics:
             line = curves[curves["critic"] == critic]

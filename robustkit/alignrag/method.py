@@ -24,7 +24,7 @@ from typing import Sequence
 
 from robustkit.alignrag.critique import CRITIQUE_HEAD, Rationale
 from robustkit.data import Corpus, Passage
-from robustkit.methods import Answer, Query, check_queries, spread_latency
+from robustkit.methods import Answer, Query, check_queries, derived_identity, spread_latency
 from robustkit.reader import clip_words
 from robustkit.retrieval import search_for
 
@@ -108,20 +108,21 @@ class AlignRAG:
             raise ValueError(f"k must be >= 1, got {k}")
         self.retriever, self.generator, self.corpus, self.critic = retriever, generator, corpus, critic
         self.iterations, self.k, self.max_words, self.name = iterations, k, max_words, name
-        self.budgets = dict(rationale_tokens=rationale_tokens, answer_tokens=answer_tokens)
+        self.rationale_tokens, self.answer_tokens = rationale_tokens, answer_tokens
         self.critique_tokens = critique_tokens
+
+    @property
+    def budgets(self) -> dict:
+        """The decoding budgets of a rationale and its answer line (``reason``'s keywords)."""
+        return dict(rationale_tokens=self.rationale_tokens, answer_tokens=self.answer_tokens)
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
         return align([self], queries)[self.name]
 
     def identity(self) -> dict:
-        """What decides its answers: the generator, the critic (Self-Refine's is the generator
-        itself) and T, among the rest."""
-        critic = "self" if self.critic == SELF else self.critic.identity()
-        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
-                "generator": self.generator.identity(), "critic": critic, "prompts": PROMPT_VERSION,
-                "knobs": {"iterations": self.iterations, "k": self.k, "max_words": self.max_words,
-                          "critique_tokens": self.critique_tokens, **self.budgets}}
+        """What decides its answers: every constructor argument (``methods.derived_identity``) —
+        the critic among them, Self-Refine's the generator itself (``SELF``) — and the prompts."""
+        return derived_identity(self, prompts=PROMPT_VERSION)
 
 
 def align(refiners: Sequence[AlignRAG], queries: Sequence[Query]) -> dict[str, list[Answer]]:
@@ -202,9 +203,14 @@ class ChainOfThought:
     """Chain of thought without retrieval: recall, then answer (the closed-book baseline)."""
 
     def __init__(self, generator, *, rationale_tokens: int = 40, answer_tokens: int = 12,
-                 name: str = "cot (no retrieval)"):
+                 name: str = "cot"):
         self.generator, self.name = generator, name
-        self.budgets = dict(rationale_tokens=rationale_tokens, answer_tokens=answer_tokens)
+        self.rationale_tokens, self.answer_tokens = rationale_tokens, answer_tokens
+
+    @property
+    def budgets(self) -> dict:
+        """The decoding budgets of the recall and its answer line (``reason``'s keywords)."""
+        return dict(rationale_tokens=self.rationale_tokens, answer_tokens=self.answer_tokens)
 
     def answer(self, queries: Sequence[Query]) -> list[Answer]:
         queries = check_queries(queries)
@@ -220,5 +226,4 @@ class ChainOfThought:
         return answers
 
     def identity(self) -> dict:
-        return {"method": type(self).__name__, "generator": self.generator.identity(), "prompts": PROMPT_VERSION,
-                "knobs": self.budgets}
+        return derived_identity(self, prompts=PROMPT_VERSION)

@@ -13,7 +13,7 @@ import pandas as pd
 
 GENERATOR = "Qwen2.5-7B-Instruct"
 # the paper's method names → the kit's (the paper's AlignRAG critic is the fine-tuned one, CFT)
-METHOD_NAMES = {"Vanilla RAG": "vanilla rag", "Self-Refine": "self-refine", "AlignRAG": "alignrag (cft)"}
+METHOD_NAMES = {"Vanilla RAG": "dense", "Self-Refine": "self-refine", "AlignRAG": "alignrag"}
 
 # Table 1: accuracy (%) averaged over the paper's benchmarks
 TABLE1 = pd.DataFrame([

@@ -6,59 +6,28 @@ staged under ``runs/<scale>/alignrag/results/``); its rounds are read from its t
 
     results = rk.alignrag.run(cfg)   # one row per (dataset, method, question, iteration)
 
-In-domain: data/mini's factual questions (tiny) or NQ-open over the oracle corpus (small);
-out-of-domain: data/mini's two-hop questions or HotpotQA with its own paragraphs. The critics
-train on in-domain training questions only, never on an evaluated one.
+Which questions: ``alignrag.data``; the methods: ``alignrag.build``; the critics:
+``alignrag.train``.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from robustkit import resources
+from robustkit.alignrag.build import CRITICS, IDS, build
 from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.critique import answer_in
-from robustkit.alignrag.method import PROMPT_VERSION, SELF, AlignRAG, ChainOfThought, align
-from robustkit.alignrag.train import VARIANTS, critic_generator, critic_path, eval_sets, run_dir
+from robustkit.alignrag.data import eval_sets, queries, run_dir
+from robustkit.alignrag.method import PROMPT_VERSION, align
+from robustkit.alignrag.train import VARIANTS, critic_path
 from robustkit.artifacts import manifest_path, read_manifest
 from robustkit.judges import NormalisedMatch
 from robustkit.methods import evaluate, pending, queries_from
 from robustkit.metrics import token_f1
 from robustkit.models import resolve_model
 
-COT, VANILLA = "cot (no retrieval)", "vanilla rag"
-# refiner -> its critic: SELF (Self-Refine), "frozen" (the untrained critic LM) or a trained variant
-CRITICS = {"self-refine": SELF, "frozen critic": "frozen", "critic w/o ccs": "w/o ccs",
-           "alignrag (cft)": "cft", "alignrag (cpo)": "cpo"}
-METHODS = (COT, VANILLA, *CRITICS)
-
-
-def describe(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
-    """One row per dataset: its domain, evaluated and training questions, corpus and checksum."""
-    return pd.DataFrame([{"dataset": s.name, "domain": domain, "questions": len(s.questions),
-                          "training questions": len(s.train) if domain == "in-domain" else 0,
-                          "corpus": s.corpus.name, "passages": len(s.corpus), "retriever": s.retriever.name,
-                          "sha256": s.corpus.checksum[:12]} for domain, s in eval_sets(cfg).items()])
-
-
-def refiners(cfg: AlignRAGConfig, qaset) -> dict[str, AlignRAG]:
-    """Every refiner over one dataset: one generator, one retriever, one k, T rounds each."""
-    generator = resources.generator_for(cfg.scale)
-    return {name: AlignRAG(qaset.retriever, generator, qaset.corpus, critic=_critic(cfg, critic, generator),
-                           name=name, **_common(cfg)) for name, critic in CRITICS.items()}
-
-
-def _common(cfg: AlignRAGConfig) -> dict:
-    return dict(iterations=cfg.iterations, k=cfg.k, max_words=cfg.max_words or cfg.scale.max_passage_words,
-                rationale_tokens=cfg.rationale_tokens, answer_tokens=cfg.answer_tokens,
-                critique_tokens=cfg.critique_tokens)
-
-
-def _critic(cfg: AlignRAGConfig, critic: str, generator):
-    if critic == SELF:
-        return SELF
-    if critic == "frozen":  # the critic LM before training: the base model with the critic's prompt
-        return generator
-    return critic_generator(cfg, critic)
+COT, VANILLA = "cot", "dense"  # chain of thought without retrieval; vanilla reasoning RAG (round 0)
+METHODS = IDS
 
 
 def run_log(cfg: AlignRAGConfig | None = None) -> dict:
@@ -80,13 +49,6 @@ def run_log(cfg: AlignRAGConfig | None = None) -> dict:
                               "corpus": s.corpus.checksum} for s in eval_sets(cfg).values()},
         "knobs": {k: v for k, v in vars(cfg).items() if k != "scale"}, "seed": cfg.scale.seed,
     }
-
-
-def queries(qaset, domain: str) -> pd.DataFrame:
-    """One dataset's queries table: each evaluated question once, with its gold answers, dataset
-    and domain."""
-    return pd.DataFrame([{"query_id": q.id, "question_id": q.id, "query": q.text, "answers": list(q.answers),
-                          "dataset": qaset.name, "domain": domain} for q in qaset.questions])
 
 
 def run(cfg: AlignRAGConfig | None = None) -> pd.DataFrame:
@@ -111,11 +73,9 @@ def _scored(cfg: AlignRAGConfig) -> list[tuple[list[tuple], pd.DataFrame]]:
     judge, scored_groups = NormalisedMatch(), []
     for group in _sharing_a_retriever(eval_sets(cfg)):  # one batch of calls per search backend
         asked = pd.concat([queries(qaset, domain) for domain, qaset in group], ignore_index=True)
-        refining = refiners(cfg, group[0][1])
-        vanilla = AlignRAG(group[0][1].retriever, resources.generator_for(cfg.scale), group[0][1].corpus,
-                           critic=SELF, name=VANILLA, **{**_common(cfg), "iterations": 0})
-        systems = {COT: ChainOfThought(resources.generator_for(cfg.scale), rationale_tokens=cfg.rationale_tokens,
-                                       answer_tokens=cfg.answer_tokens), VANILLA: vanilla, **refining}
+        qaset = group[0][1]
+        systems = {name: build(name, cfg, corpus=qaset.corpus, retriever=qaset.retriever) for name in IDS}
+        refining = {name: systems[name] for name in CRITICS}
         folder = run_dir(cfg) / "results" / "+".join(qaset.name for _, qaset in group)
         if waiting := [refining[name] for name in pending(refining, asked, folder, judge)]:
             align(waiting, queries_from(asked))

@@ -10,10 +10,12 @@ import pandas as pd
 
 from robustkit.alignrag import experiments as ex
 from robustkit.alignrag import figures
+from robustkit.alignrag import readings
 from robustkit.alignrag.config import AlignRAGConfig, settings
-from robustkit.alignrag.pipeline import describe, run
+from robustkit.alignrag.data import describe
+from robustkit.alignrag.pipeline import run
 from robustkit.alignrag.train import run_dir, training_curves
-from robustkit.config import figures_dir
+from robustkit.paths import figures_dir
 from robustkit.plots import figure_suffix, save_table
 
 
@@ -28,7 +30,7 @@ def main(cfg: AlignRAGConfig | str | None = None) -> pd.DataFrame:
         tables, _ = save_tables(results, training_curves(cfg), cfg.scale.name)
         for name in ("table1", "table5", "ood drop", "ablation", "significance"):
             print(tables[name].drop(columns=["CI low", "CI high"], errors="ignore").to_string(index=False))
-    print(ex.findings(results))
+    print(readings.findings(results))
     print(f"[robustkit] done in {(time.perf_counter() - start) / 60:.1f} min (figures in {figures_dir()})")
     return tables["table1"]
 

@@ -26,15 +26,16 @@ from robustkit import memo, resources
 from robustkit.alignrag.config import AlignRAGConfig, settings
 from robustkit.alignrag.critique import (BETTER_HEAD, Rationale, answer_in, augment, check_target,
                                          contrastive_critique, granularity, split_critique)
+from robustkit.alignrag.data import eval_sets, run_dir
 from robustkit.alignrag.method import (PROMPT_VERSION, REASON, SELF_FEEDBACK, STRONG, critic_prompt,
                                        critique, documents_block, reason)
 from robustkit.artifacts import read_manifest, stage
-from robustkit.config import runs_dir, set_seed, show_progress
+from robustkit.config import set_seed, show_progress
 from robustkit.data.records import Passage, read_jsonl, write_jsonl
 from robustkit.device import mixed_precision, pick_device
 from robustkit.llm import DEFAULT_SYSTEM, Generator
 from robustkit.models import ModelSpec
-from robustkit.qa_sets import QASet, short_answer_sets
+from robustkit.qa_sets import QASet
 from robustkit.reader import clip_words
 from robustkit.retrieval import search_for
 from robustkit.weights import weights_dir
@@ -42,21 +43,6 @@ from robustkit.weights import weights_dir
 # critic variant -> (TRL recipe, the training target's column): CPO prefers the contrastive
 # critique (chosen) over the weak model's self-critique (rejected)
 VARIANTS = {"cft": ("sft", "ccs_critique"), "w/o ccs": ("sft", "self_critique"), "cpo": ("dpo", "ccs_critique")}
-
-
-def run_dir(cfg: AlignRAGConfig | None = None) -> Path:
-    path = runs_dir(settings(cfg).scale) / "alignrag"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def eval_sets(cfg: AlignRAGConfig | None = None) -> dict[str, QASet]:
-    """The in-domain set (factual: data/mini's or NQ-open's) and the out-of-domain one (two-hop:
-    data/mini's or HotpotQA's), by domain. Only the in-domain set's training questions are used."""
-    cfg = settings(cfg)
-    sets = short_answer_sets(cfg.scale, n_multihop=cfg.n_multihop, n_factual=cfg.n_factual,
-                             n_hotpotqa=cfg.n_hotpotqa, n_nq=cfg.n_nq, n_train=cfg.n_train)
-    return {("out-of-domain" if s.multihop else "in-domain"): s for s in sets}
 
 
 def training_corpus(cfg: AlignRAGConfig | None = None) -> list[dict]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from robustkit.config import figures_dir, get_scale, with_overrides
+from robustkit.config import get_scale, with_overrides
+from robustkit.paths import figures_dir
 
 
 def system_under_test(args, scale):
@@ -22,14 +23,13 @@ def system_under_test(args, scale):
         raise ValueError("--format openai needs --model, the served model's name (GET <endpoint>/models lists them)")
     served = with_overrides(scale, models={"generator": f"openai:{args.model}@{args.endpoint}"})
     if not args.corpus:
-        from robustkit.llm import Generator
+        from robustkit.llm_client import make_generator
 
-        return ClosedBook(Generator("generator", served), name=args.name)
-    from robustkit.headtohead.config import settings
-    from robustkit.headtohead.pipeline import system
+        return ClosedBook(make_generator("generator", served), name=args.name)
+    from robustkit import registry
 
     corpus, retriever = _corpus(args.corpus, served)
-    return system(settings(served), "dense", corpus=corpus, retriever=retriever)
+    return registry.build("dense", served, corpus=corpus, retriever=retriever)
 
 
 def _corpus(source: str, scale):

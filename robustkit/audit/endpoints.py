@@ -161,7 +161,7 @@ def _answer(query: Query, name: str, reply: dict) -> Answer:
 
 class ClosedBook:
     """A chat model asked the question alone (no retrieval), as a ``Method``: the OpenAI-format
-    audit of a served model through ``robustkit.served`` (its cache, concurrency and retries)."""
+    audit of a served model through ``robustkit.llm_client`` (its cache, concurrency and retries)."""
 
     def __init__(self, generator, *, name: str = "system", max_new_tokens: int = 32):
         self.generator, self.name, self.max_new_tokens = generator, name, max_new_tokens

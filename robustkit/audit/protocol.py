@@ -18,8 +18,9 @@ import pandas as pd
 
 from robustkit import methods
 from robustkit.config import Scale, get_scale, runs_dir
-from robustkit.corm import pipeline as corm_pipeline
-from robustkit.corm.experiments import queries_for
+from robustkit.corm import train as corm_train
+from robustkit.corm.config import settings as corm_settings
+from robustkit.corm.pipeline import queries_for
 from robustkit.corm.perturb import PERTURBATION_TYPES
 from robustkit.data.mini import mini_questions, mini_rewrites
 from robustkit.data.records import DataError, Question, Rewrite, normalize_answer
@@ -55,7 +56,7 @@ def audit_set(source: str | Path = "mini", scale: Scale | str | None = None, *,
     if missing:
         print(f"[robustkit] audit: {len(missing)} question(s) have no rewrites; the adversary writes "
               f"one of each bias type for them")
-        given += corm_pipeline.adversary_rewrites(corm_pipeline.settings(get_scale(scale)), missing,
+        given += corm_train.adversary_rewrites(corm_settings(get_scale(scale)), missing,
                                                   k=len(PERTURBATION_TYPES), name="audit_rewrites")
     return questions, given
 

@@ -12,8 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from robustkit.artifacts import atomic_write_text
-from robustkit.methods import _plain
+from robustkit.artifacts import atomic_write_text, json_ready
 from robustkit.plots import KIT, set_style
 
 
@@ -65,9 +64,9 @@ def write(results: pd.DataFrame, tables: dict, out: Path, *, system: str, endpoi
     atomic_write_text(paths["html"], _html(sections, base64.b64encode(png.getvalue()).decode()))
     calls = results[["query_id", "question_id", "type", "query", "answers", "answer", "correct", "abstained",
                      "latency_s", "trace"]]
-    atomic_write_text(paths["json"], json.dumps({"system": system, "endpoint": endpoint, "scale": scale,
-                                                 "questions": source, "calls": _plain(calls.to_dict("records"))},
-                                                indent=1, ensure_ascii=False))
+    report = {"system": system, "endpoint": endpoint, "scale": scale, "questions": source,
+              "calls": json_ready(calls.to_dict("records"))}
+    atomic_write_text(paths["json"], json.dumps(report, indent=1, ensure_ascii=False))
     return paths
 
 

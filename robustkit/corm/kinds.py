@@ -15,9 +15,10 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from robustkit import resources
-from robustkit.corm import experiments as ex
+from robustkit.corm.build import build
 from robustkit.corm.config import CormConfig, settings
 from robustkit.corm.groups import soft_by_key
+from robustkit.corm.pipeline import test_queries
 from robustkit.data import mini_rewrites
 from robustkit.data.records import has_answer
 from robustkit.metrics import separation_auc
@@ -51,7 +52,7 @@ def labels_by_kind(cfg: CormConfig | None, labels: Sequence[dict],
                    soft: Sequence[dict] | None = None) -> pd.DataFrame:
     """The teacher's utility s per passage kind: how many candidates, their mean s, and the share
     the teacher calls useful under at least one rewrite (s > 0) and under all (s = 1); with
-    ``soft`` (``pipeline.soft_labels``, aligned with ``labels``), the mean and median s_soft."""
+    ``soft`` (``train.soft_labels``, aligned with ``labels``), the mean and median s_soft."""
     kind_of = passage_kinds(cfg)
     frame = pd.DataFrame({"kind": [kind_of(r["question_id"], r["doc_id"]) for r in labels],
                           "s": [r["s"] for r in labels]})
@@ -107,48 +108,14 @@ def top1_by_kind(kind_of: Callable[[str, str], str], ranked: pd.DataFrame) -> pd
 def rank_test_queries(cfg: CormConfig | None, names: Sequence[str], condition: str = "biased") -> pd.DataFrame:
     """Each named method's ranking of the test queries (no reading): method, question_id,
     query, ranked_ids — what ``top1_by_kind`` takes."""
-    queries = ex.test_queries(cfg)
+    queries = test_queries(cfg)
     queries = queries[queries["condition"] == condition]
     frames = []
     for name in names:
-        ranked = ex.method(cfg, name).rank(list(queries["query"]))
+        ranked = build(name, cfg).rank(list(queries["query"]))
         frames.append(pd.DataFrame({"method": name, "question_id": queries["question_id"].to_numpy(),
                                     "query": queries["query"].to_numpy(),
                                     "ranked_ids": [ids for ids, _ in ranked]}))
     return pd.concat(frames, ignore_index=True)
 
 
-def label_findings(by_kind: pd.DataFrame, separation: pd.DataFrame) -> str:
-    """What notebook 02's two label tables show, as sentences computed from them: whether the 0/1
-    label gives robust (gold) evidence s > 0 and sycophantic (premise-matching) evidence s = 0,
-    and which label tells gold from the rest better."""
-    share = by_kind["share s > 0"]
-    lines = [f"s > 0 for {share.get('gold', float('nan')):.1%} of gold candidates, "
-             f"{share.get('premise-matching', float('nan')):.1%} of premise-matching ones and "
-             f"{share.get('distractor', float('nan')):.1%} of distractors."]
-    s, soft = separation.loc["s"], separation.loc["s_soft"]
-    better = "s_soft" if soft["AUC gold vs other"] > s["AUC gold vs other"] else "s"
-    lines.append(f"Gold vs the rest: AUC {s['AUC gold vs other']:.3f} for s, {soft['AUC gold vs other']:.3f} "
-                 f"for s_soft ({better} separates better); the top-labelled candidate is gold for "
-                 f"{s['gold ranked first (questions)']:g} (s) and {soft['gold ranked first (questions)']:g} (s_soft) "
-                 f"of {int(s['questions'])} questions; {int(s['questions with a positive'])} and "
-                 f"{int(soft['questions with a positive'])} of them give the critic a positive.")
-    return "\n".join(lines)
-
-
-def rank1_findings(top1: pd.DataFrame, reference: str = "dense", critic: str = "corm") -> str:
-    """What ``top1_by_kind``'s table shows, as sentences: the reference's premise-matching and gold
-    shares at rank 1, the range the rerankers span, and where the critic sits in it."""
-    gold, premise = "gold at rank 1 (%)", "premise-matching at rank 1 (%)"
-    base, others = top1.loc[reference], top1.drop(index=reference)
-    n = int(top1["n"].iloc[0])
-    lines = [f"{reference}: a premise-matching passage first for {base[premise]:.1f}% of the biased "
-             f"queries, a gold one for {base[gold]:.1f}%.",
-             f"The {len(others)} rerankers: premise-matching first {others[premise].min():.1f}–"
-             f"{others[premise].max():.1f}%, gold first {others[gold].min():.1f}–{others[gold].max():.1f}%."]
-    if critic in others.index:
-        row = others.loc[critic]
-        lines.append(f"{critic}: premise-matching {row[premise]:.1f}% (lowest: {others[premise].idxmin()}), "
-                     f"gold {row[gold]:.1f}% (highest: {others[gold].idxmax()}).")
-    lines.append(f"Each row is {n} queries: one query moves a share by {100 / n:.1f} points.")
-    return "\n".join(lines)

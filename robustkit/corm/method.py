@@ -53,9 +53,6 @@ class RiskAwareRAG(RerankedRAG):
     def context(self, ids, scores):
         return select_context(ids, scores, self.gamma, self.c)
 
-    def identity(self) -> dict:
-        return {**super().identity(), "gamma": self.gamma}
-
 
 def select_context(ranked_ids: Sequence[str], scores: Sequence[float], gamma: float | None,
                    c: int) -> list[str]:

@@ -1,373 +1,166 @@
-"""CoRM-RAG's stages, each an artifact under ``runs/<scale>/corm/`` built through ``stage``.
+"""CoRM-RAG's evaluation run (§4): every method on the same questions, staged.
 
-Each stage returns its result, reusing the artifact on disk when its manifest records the same
-inputs and rebuilding it (and any missing upstream stage) otherwise — so every notebook also
-runs on its own. Data flows one way:
+    queries = test_queries(cfg)                          # each test question clean and biased
+    results = run_methods(cfg, ["dense", "corm"], queries)  # one row per (method, query), scored
 
-    questions → perturbations → teacher labels → groups → critics → evaluation (corm.experiments)
-
-Every function takes a ``CormConfig`` (or a scale, meaning CoRM's defaults there).
+``run_methods`` answers the clean and the biased version of every test question with each method
+(``corm.build``) — same dense candidates (BM25 retrieves its own), same generator, same context
+size C — through the kit's one ``Method`` interface, and keeps, per query, the ranking, the scores,
+the answer and whether it is right. The paper's tables and figures are then pure functions of that
+table (``corm.experiments``), which ``corm.figures`` draws beside the paper's numbers.
 """
 from __future__ import annotations
 
-import random
-import re
-from pathlib import Path
+import time
+from typing import Sequence
+
+import pandas as pd
 
 from robustkit import resources
-from robustkit.artifacts import digest, read_manifest, stage
-from robustkit.config import runs_dir
+from robustkit import methods as kit_methods
+from robustkit.corm import train
+from robustkit.corm.build import build
 from robustkit.corm.config import CormConfig, settings
-from robustkit.crossencoder import MAX_LENGTH
-from robustkit.data import PERTURBATION_TYPES, Question, mini_rewrites, read_jsonl, write_jsonl
-from robustkit.data.records import Rewrite
-from robustkit.judges import NormalisedMatch
-from robustkit.models import resolve_model
-from robustkit.reader import READER_VERSION
-
-# name -> how the critic is trained: which groups, which loss
-CRITIC_VARIANTS = {
-    "corm": {"loss": "hybrid"},
-    "corm-soft": {"loss": "hybrid", "soft": True},  # the kit's: s_soft labels, same budget
-    "pa-ce": {"loss": "pointwise"},
-    "relevance-ce": {"loss": "pointwise", "relevance": True},
-    "rank-only": {"loss": "listwise"},
-    "tau-0.1": {"loss": "hybrid", "tau": 0.1},
-    "tau-3": {"loss": "hybrid", "tau": 3.0},
-    **{f"k-{k}": {"loss": "hybrid", "k_prime": k} for k in (1, 2)},
-    **{f"no-{t}": {"loss": "hybrid", "drop_type": t} for t in PERTURBATION_TYPES},
-}
+from robustkit.corm.data import run_dir
+from robustkit.corm.experiments import ablation_changes, accuracy_ci
+from robustkit.data.records import PERTURBATION_TYPES, Corpus, Question, Rewrite, has_answer
+from robustkit.device import cpu_info
+from robustkit.methods import Query
+from robustkit.metrics import first_relevant_rank
 
 
-def run_dir(cfg: CormConfig | None = None) -> Path:
-    """Where CoRM's artifacts live: ``runs/<scale>/corm/``."""
-    path = runs_dir(settings(cfg).scale) / "corm"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def test_queries(cfg: CormConfig | None = None) -> pd.DataFrame:
+    """One row per query: each test question clean, and each of its biased rewrites."""
+    return queries_for(*train.test_set(cfg))
 
 
-def train_questions(cfg: CormConfig | None = None) -> list[Question]:
-    """The CoRM training questions: the scale's seeded sample of its training split."""
-    return resources.train_questions(settings(cfg).scale)
+def queries_for(questions: Sequence[Question], rewrites: Sequence[Rewrite]) -> pd.DataFrame:
+    """The queries table of any questions and biased rewrites of them (hand-written, or the
+    adversary's: ``train.adversary_rewrites``): each question clean, then each rewrite, any
+    number per question and type. A question's first rewrite of a type is ``<id>|<type>``, a
+    further one ``<id>|<type>|<n>``."""
+    by_id = {q.id: q for q in questions}
+    if unknown := sorted({r.question_id for r in rewrites} - set(by_id)):
+        raise ValueError(f"rewrites of question(s) {unknown[:5]} that are not among the {len(by_id)} questions given")
+    rows = [{"query_id": q.id, "question_id": q.id, "condition": "clean", "type": "clean",
+             "query": q.text, "answers": q.answers, "gold_ids": q.gold_ids} for q in questions]
+    seen: dict[tuple[str, str], int] = {}
+    for r in rewrites:
+        n = seen[r.question_id, r.type] = seen.get((r.question_id, r.type), 0) + 1
+        rows.append({"query_id": f"{r.question_id}|{r.type}" + (f"|{n}" if n > 1 else ""),
+                     "question_id": r.question_id, "condition": "biased", "type": r.type, "query": r.text,
+                     "answers": by_id[r.question_id].answers, "gold_ids": by_id[r.question_id].gold_ids})
+    return pd.DataFrame(rows)
 
 
-def test_set(cfg: CormConfig | None = None) -> tuple[list[Question], list[Rewrite]]:
-    """Test questions and one biased rewrite of each, its type rotated over the questions (the
-    paper's protocol): at tiny the data/mini hand-written rewrite of that type, beyond it an
-    adversary rewrite."""
+def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFrame, *,
+                m: int | None = None, corpus: Corpus | None = None, retriever=None) -> pd.DataFrame:
+    """Forced generation (γ off) for every named method and query; one row per (method, query),
+    with where the first gold-bearing passage landed in each ranking (looked up in the corpus
+    searched: the scale's, or ``corpus`` with ``retriever`` as ``method`` takes them). Each
+    method's rows are staged under ``runs/<scale>/corm/results/`` (``methods.evaluate``: a
+    manifest per method, whose identity names the corpus).
+
+    LLM-rerank answers only the biased queries of ``cfg.llm_rerank_questions`` test questions
+    (a seeded sample; every query when 0), so its rows — and every paired comparison with it —
+    cover that subset, as the tables' n columns say.
+    """
     cfg = settings(cfg)
-    questions = resources.test_questions(cfg.scale)
-    if cfg.scale.dataset == "mini":
-        by_key = {(r.question_id, r.type): r for r in mini_rewrites()}
-        return questions, [by_key[q.id, PERTURBATION_TYPES[i % len(PERTURBATION_TYPES)]]
-                           for i, q in enumerate(questions)]
-    return questions, adversary_rewrites(cfg, questions, name="test_perturbations")
+    frames, searched = [], corpus if corpus is not None else resources.corpus_for(cfg.scale)
+    for name in names:
+        asked = llm_rerank_subset(cfg, queries) if name == "llm-rerank" else queries
+        system = build(name, cfg, m=m, corpus=corpus, retriever=retriever)
+        frames.append(kit_methods.evaluate({name: system}, asked, run_dir(cfg) / "results"))
+    results = pd.concat(frames, ignore_index=True)
+    results["ranked_ids"] = [trace["ranked_ids"] for trace in results["trace"]]
+    results["gold_ids_ranked"] = [[d for d in ranked if has_answer(searched[d], answers)]
+                                  for ranked, answers in zip(results["ranked_ids"], results["answers"])]
+    results["gold_rank"] = [first_relevant_rank(r, g) for r, g in
+                            zip(results["ranked_ids"], results["gold_ids_ranked"])]
+    return results
 
 
-def adversary_rewrites(cfg: CormConfig | None, questions: list[Question], *, k: int = 1,
-                       name: str) -> list[Rewrite]:
-    """The adversary's ``k`` biased rewrites of each of any ``questions`` (a user's own too), their
-    types rotated over questions and rewrites (the paper's protocol), validated, retried and, when
-    every attempt fails, a counted template (``source``). Staged as ``runs/<scale>/corm/<name>.jsonl``
-    and reused while the questions, adversary, prompts and seed match; ``corm.experiments.queries_for``
-    turns them into a queries table."""
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
-        raise ValueError(f"name {name!r} names a file under runs/: use lower-case letters, digits, '-' and '_'")
-    records = _perturbations(settings(cfg), list(questions), k=k, name=name)
-    return [Rewrite(r["question_id"], r["type"], r["text"], r["wrong_entity"], r["subtemplate"], (), r["source"])
-            for r in records]
-
-
-def perturbations(cfg: CormConfig | None = None) -> list[dict]:
-    """K adversary rewrites per training question (notebook 01)."""
+def llm_rerank_subset(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
+    """The queries LLM-rerank is run on: all when ``cfg.llm_rerank_questions`` is 0, else the
+    biased queries of that many sampled test questions (the paper reports its biased accuracy
+    only, and each query costs one 135M pass per candidate)."""
     cfg = settings(cfg)
-    return _perturbations(cfg, train_questions(cfg), cfg.k_perturbations, "perturbations")
+    ids = sorted(queries["question_id"].unique())
+    if not cfg.llm_rerank_questions:
+        return queries
+    chosen = set(resources.sample(ids, min(cfg.llm_rerank_questions, len(ids)), cfg.scale.seed))
+    return queries[queries["question_id"].isin(chosen) & (queries["condition"] == "biased")]
 
 
-def labels(cfg: CormConfig | None = None) -> list[dict]:
-    """Teacher robustness labels s(x, d) for every training candidate (notebook 02); resumable."""
-    from robustkit.corm.teacher import label
-
+def rerank_latency(cfg: CormConfig | None, names: Sequence[str], queries: Sequence[str]) -> pd.DataFrame:
+    """Reranking time per query (ms) for M dense candidates, measured now, with no cache, after
+    one untimed warm-up pair, and where: the CPU (its threads) or GPU it ran on."""
     cfg = settings(cfg)
-    questions, records = train_questions(cfg), perturbations(cfg)
-    corpus, retriever = resources.corpus_for(cfg.scale), resources.retriever_for(cfg.scale)
-    teacher, judge = resources.generator_for(cfg.scale, "teacher"), NormalisedMatch()
-    inputs = {"questions": digest(_question_rows(questions)), "perturbations": digest(
-        [[p["question_id"], p["k"], p["text"]] for p in records]), "retriever": retriever.identity(),
-        "teacher": teacher.identity(), "judge": judge.name, "reader": READER_VERSION,
-        "m": cfg.m_candidates, "max_words": cfg.scale.max_passage_words}
-
-    def build(out: Path, scratch: Path) -> dict:
-        calls, hits = teacher.misses, teacher.hits
-        built = label(questions, records, corpus, retriever, teacher, m=cfg.m_candidates,
-                      log_path=scratch / "log.jsonl", judge=judge, max_words=cfg.scale.max_passage_words)
-        write_jsonl(out, built)
-        return {"teacher calls": teacher.misses - calls, "cache hits": teacher.hits - hits,
-                "records": len(built)}
-
-    return stage(run_dir(cfg) / "labels.jsonl", inputs, build, read_jsonl)
-
-
-def soft_labels(cfg: CormConfig | None = None) -> list[dict]:
-    """The soft utility s_soft(x, d) of every labelled candidate (``teacher.answer_likelihoods``):
-    one teacher-forced pass per (candidate, perturbation), aligned with ``labels``."""
-    from robustkit.corm.teacher import answer_likelihoods
-
-    cfg = settings(cfg)
-    questions, records, hard = train_questions(cfg), perturbations(cfg), labels(cfg)
-    teacher = resources.generator_for(cfg.scale, "teacher")
-    inputs = {"labels": read_manifest(run_dir(cfg) / "labels.jsonl")["sha256"],
-              "teacher": teacher.identity(), "reader": READER_VERSION,
-              "max_words": cfg.scale.max_passage_words}
-
-    def build(out: Path, scratch: Path) -> dict:
-        calls = teacher.misses
-        built = answer_likelihoods(hard, questions, records, resources.corpus_for(cfg.scale), teacher,
-                                   max_words=cfg.scale.max_passage_words)
-        write_jsonl(out, built)
-        return {"teacher passes": teacher.misses - calls, "records": len(built)}
-
-    return stage(run_dir(cfg) / "soft_labels.jsonl", inputs, build, read_jsonl)
-
-
-def labelling_cost(cfg: CormConfig | None = None):
-    """What labelling cost, one row: the labels, the teacher generations they took, and of those
-    how many the stage generated when it ran and how many it replayed from the call cache (a
-    rerun over a warm cache generates none, yet costs the same on a cold one)."""
-    import pandas as pd
-
-    labels(cfg)
-    stats = read_manifest(run_dir(cfg) / "labels.jsonl")["stats"]
-    return pd.DataFrame([{"labels": stats["records"],
-                          "teacher generations": stats["teacher calls"] + stats["cache hits"],
-                          "generated when the stage ran": stats["teacher calls"],
-                          "replayed from the call cache": stats["cache hits"]}])
-
-
-def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, soft: bool = False,
-                    k_prime: int | None = None, drop_type: str | None = None
-                    ) -> tuple[list[dict], list[dict], dict]:
-    """Listwise groups split into train / validation by question (notebook 03); ``soft``: labelled
-    by s_soft instead of s, capped at the 0/1 critic's group counts (same steps)."""
-    from robustkit.corm.groups import build_groups, relevance_groups, soft_groups
-    from robustkit.crossencoder.groups import split_groups
-
-    cfg = settings(cfg)
-    records, rewrites = labels(cfg), perturbations(cfg)
-    texts = {p.id: p.content for p in resources.corpus_for(cfg.scale)}
-    seed = cfg.scale.seed
-    built, stats = build_groups(records, rewrites, texts, n_negatives=cfg.n_negatives,
-                                seed=seed, k_prime=k_prime, drop_type=drop_type)
-    train, val = split_groups(built, seed=seed)
-    stats["groups"] = len(built)
-    if soft:
-        built, stats = soft_groups(records, soft_labels(cfg), rewrites, texts,
-                                   n_negatives=cfg.n_negatives, seed=seed)
-        soft_train, soft_val = split_groups(built, seed=seed)
-        rng = random.Random(seed)  # the 0/1 critic's budget: as many groups, as many steps
-        train = rng.sample(soft_train, min(len(train), len(soft_train)))
-        val = rng.sample(soft_val, min(len(val), len(soft_val)))
-        stats["groups"] = len(train) + len(val)
-    if relevance:  # mirror the critic's train and validation groups: same counts, same questions
-        clean = {q.id: q.text for q in train_questions(cfg)}
-        train, val = (relevance_groups(records, split, clean, texts, n_negatives=cfg.n_negatives,
-                                       seed=seed) for split in (train, val))
-        stats = {"groups": len(train) + len(val)}
-    return train, val, stats
-
-
-def warm_start_recipe(cfg: CormConfig | None = None):
-    """The relevance model's recipe that ``cfg``'s warm-start knobs name (``crossencoder.relevance``);
-    at CoRM's defaults it is the scale's own, the model CRAG grades retrieval with."""
-    from robustkit.crossencoder.relevance import recipe
-
-    cfg = settings(cfg)
-    return recipe(cfg.scale, dataset=cfg.warm_start_dataset, questions=cfg.warm_start_questions,
-                  m=cfg.warm_start_m, epochs=cfg.warm_start_epochs, lr=cfg.warm_start_lr)
-
-
-def warm_start_groups(cfg: CormConfig | None = None) -> tuple[list[dict], list[dict], dict]:
-    """The relevance warm start's groups (train / validation by question): for each of
-    ``warm_start_questions`` questions of ``warm_start_dataset``'s training split, its clean
-    query over its dense top ``warm_start_m`` in that dataset's corpus, labelled by "contains a
-    gold alias" — cheap labels, no teacher call.
-
-    Test questions never appear: the pool is a training split, the one the CoRM training
-    questions are sampled from (data/mini's 104 at ``tiny``, NQ-open oracle's beyond)."""
-    from robustkit.crossencoder.relevance import groups_for
-
-    cfg = settings(cfg)
-    return groups_for(cfg.scale, warm_start_recipe(cfg))
-
-
-def warm_start(cfg: CormConfig | None = None, *, progress: bool = True) -> Path:
-    """Train (or reuse) the relevance warm start every cross-encoder variant starts from: the
-    kit's relevance cross-encoder (``crossencoder.relevance_model``) at ``cfg``'s recipe.
-
-    It stands in for the pretrained cross-encoder (e.g. the hub's MS MARCO MiniLM) that a
-    reranker is normally fine-tuned from, and which offline does not exist."""
-    from robustkit.crossencoder.relevance import relevance_model
-
-    cfg = settings(cfg)
-    return relevance_model(cfg.scale, warm_start_recipe(cfg), progress=progress)
-
-
-def critic_start(cfg: CormConfig | None = None) -> tuple[str, str, str]:
-    """Where every critic variant starts: (path, base model name, identity for manifests) — the
-    warm start when ``cfg.warm_start``, else ``critic_init``'s bi-encoder (a fresh head)."""
-    cfg = settings(cfg)
-    init = resolve_model("critic_init", cfg.scale, verbose=False)
-    if not cfg.warm_start:
-        return init.path, init.name, init.name
-    path = warm_start(cfg)
-    return str(path), init.name, f"warm-start:{read_manifest(path)['sha256']}"
-
-
-def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
-                 progress: bool = True) -> Path:
-    """Train (or reuse) one critic variant of ``CRITIC_VARIANTS``; returns its model folder."""
-    from robustkit.crossencoder.train import pass_budget, train
-
-    cfg = settings(cfg)
-    if variant not in CRITIC_VARIANTS:
-        raise ValueError(f"unknown critic variant {variant!r}; expected one of {sorted(CRITIC_VARIANTS)}")
-    spec = dict(CRITIC_VARIANTS[variant])
-    loss, tau = spec.pop("loss"), spec.pop("tau", 1.0)
-    train_groups, val_groups, _ = training_groups(cfg, **spec)
-    init_path, base_model, init_id = critic_start(cfg)
-    max_pairs, budget = pass_budget(init_path, MAX_LENGTH)
-    inputs = {"groups": digest(train_groups), "val": digest(val_groups), "init": init_id,
-              "loss": loss, "tau": tau, "epochs": cfg.epochs, "lr": cfg.lr, "max_length": MAX_LENGTH,
-              "batch_groups": cfg.batch_groups, "seed": cfg.scale.seed, **budget}
-
-    def build(out: Path, scratch: Path) -> dict:
-        history = train(train_groups, val_groups, init=init_path, base_model=base_model,
-                        out_dir=scratch, model_dir=out, loss=loss, tau=tau, epochs=cfg.epochs,
-                        lr=cfg.lr, batch_groups=cfg.batch_groups, max_length=MAX_LENGTH,
-                        seed=cfg.scale.seed, max_pairs=max_pairs, progress=progress)
-        return {"final validation": [h for h in history if h["split"] == "val"][-1]}
-
-    return stage(run_dir(cfg) / "critics" / variant, inputs, build, lambda path: path)
-
-
-def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
-    """A ``CrossEncoderScorer`` for one critic variant (trained on demand), loaded once per
-    process, its scores kept on disk by checkpoint; ``"warm-start"`` is the relevance warm start
-    they all start from. ``"relevance-ce"`` is the pretrained relevance cross-encoder where the
-    scale has one (the paper's CE baseline: ``colab``, ``paper``, or the user's choice)."""
-    from robustkit.crossencoder.model import stored_scorer
-    from robustkit.crossencoder.relevance import pretrained, relevance_scorer
-
-    cfg = settings(cfg)
-    if variant == "relevance-ce" and pretrained(cfg.scale) is not None:
-        return relevance_scorer(cfg.scale)
-    path = warm_start(cfg) if variant == "warm-start" else train_critic(cfg, variant)
-    return stored_scorer(str(path), read_manifest(path)["sha256"])
-
-
-def training_history(cfg: CormConfig | None, variants: list[str], *, start: bool = True):
-    """The logged train/val history of several critics as one tidy table; ``step`` counts
-    optimiser steps (a validation row sits at its epoch's last step) and ``val groups`` the
-    held-out groups a critic is validated on: its own (the relevance CE's hold clean queries and
-    gold labels, the soft critic's soft labels), so critics' validation numbers do not compare
-    with each other (``compare_on_validation`` scores them on one set).
-
-    With ``start``, each critic also gets a ``start`` row at step 0: the model it starts from
-    (the warm start, or the fresh head its training seeds) validated as its epochs are — its own
-    groups and loss, ``crossencoder.train.evaluate`` — so the change from initialisation shows.
-    That evaluates the start model (loaded once) and trains nothing; the trained critics and
-    their logged histories are untouched."""
-    import pandas as pd
-
-    cfg = settings(cfg)
-    frames, start_model = [], None
-    for v in variants:
-        frame = pd.DataFrame(read_jsonl(train_critic(cfg, v) / "history.jsonl")).assign(critic=v)
-        frame["step"] = (frame["split"] == "train").cumsum()  # rows are in training order
-        spec = dict(CRITIC_VARIANTS[v])
-        loss, tau = spec.pop("loss"), spec.pop("tau", 1.0)
-        _, val_groups, _ = training_groups(cfg, **spec)  # as train_critic splits them
-        if start:
-            start_model = _start_model(cfg) if start_model is None else start_model
-            before = {"id": "start", "epoch": 0, "split": "start", "critic": v, "step": 0,
-                      **_validate(start_model, val_groups, loss, tau, cfg.batch_groups)}
-            frame = pd.concat([pd.DataFrame([before]), frame], ignore_index=True)
-        frames.append(frame.assign(**{"val groups": len(val_groups)}))
-    return pd.concat(frames, ignore_index=True).drop(columns=["id"])
-
-
-def _start_model(cfg: CormConfig):
-    """The model every critic's training starts from (``critic_start``), in eval mode: the warm
-    start (one per process), or the bi-encoder with the fresh head ``train`` draws after seeding."""
     import torch
 
-    from robustkit.crossencoder.model import CrossEncoder
-
-    if cfg.warm_start:
-        return critic_scorer(cfg, "warm-start").model
-    path, base_model, _ = critic_start(cfg)
-    with torch.random.fork_rng(devices=[]):  # the caller's random stream is left as it was
-        torch.manual_seed(cfg.scale.seed)
-        return CrossEncoder(path, max_length=MAX_LENGTH, base_model=base_model).eval()
-
-
-def _validate(model, val_groups: list[dict], loss: str, tau: float, batch_groups: int) -> dict:
-    """Validation loss, NDCG@3 and MRR of ``model`` on ``val_groups``, as training logs them."""
-    import torch
-
-    from robustkit.crossencoder.loss import make_loss
-    from robustkit.crossencoder.model import GroupDataset
-    from robustkit.crossencoder.train import evaluate
-
-    with torch.random.fork_rng(devices=[]):  # a DataLoader draws a seed from the global stream
-        return evaluate(model, GroupDataset(val_groups, model.tokenizer, MAX_LENGTH),
-                        make_loss(loss, tau), batch_groups)
-
-
-def compare_on_validation(cfg: CormConfig | None, variants: list[str]):
-    """Every critic scored on the *same* held-out CoRM groups (teacher utilities as gains)."""
-    import pandas as pd
-
-    from robustkit.crossencoder.loss import make_loss
-    from robustkit.crossencoder.model import GroupDataset
-    from robustkit.crossencoder.train import evaluate
-
-    cfg = settings(cfg)
-    _, val_groups, _ = training_groups(cfg)
+    cpu = cpu_info()
+    hardware = (torch.cuda.get_device_name() if torch.cuda.is_available()
+                else f"{cpu['model']} ({cpu['isa']}, {torch.get_num_threads()} threads, fp32)")
     rows = []
-    for variant in variants:
-        model = critic_scorer(cfg, variant).model
-        data = GroupDataset(val_groups, model.tokenizer, model.config["max_length"])
-        metrics = evaluate(model, data, make_loss("hybrid"), cfg.batch_groups)
-        rows.append({"critic": variant, "ndcg@3": metrics["ndcg@3"], "mrr": metrics["mrr"]})
-    return pd.DataFrame(rows).round(3)
+    for name in names:
+        system = build(name, cfg)
+        hits = system.retriever.search(list(queries), system.m)
+        candidates = [[system.corpus[h.doc_id] for h in row] for row in hits]
+        reranker = system.reranker.uncached()  # time real model calls, not cache hits
+        # one untimed pair first: the first forward pass pays for allocations and kernel choice
+        reranker.score(list(queries[:1]), [candidates[0][:1]], [[hits[0][0].score]])
+        start = time.perf_counter()
+        reranker.score(list(queries), candidates, [[h.score for h in row] for row in hits])
+        rows.append({"method": name, "rerank ms/query": 1000 * (time.perf_counter() - start) / len(queries),
+                     "candidates": system.m, "timed queries": len(queries), "hardware": hardware})
+    return pd.DataFrame(rows)
 
 
-def export_groups(cfg: CormConfig | None, path: str | Path) -> Path:
-    """Write the critic's training groups (with texts) for a GPU run elsewhere."""
-    train_groups, val_groups, _ = training_groups(cfg)
-    write_jsonl(path, train_groups + val_groups)
-    return Path(path)
+def compare_on_query(systems: dict, query: str) -> pd.DataFrame:
+    """Algorithm 1 step by step on one query, for several systems: the best score S[0], the
+    passages it reads (none when it abstains) and its answer."""
+    rows = []
+    for label, system in systems.items():
+        answer = system.answer([Query("q", "q", query)])[0]
+        rows.append({"system": label, "S[0]": round(answer.confidence, 3),
+                     "context": [system.corpus[d].title for d in answer.passage_ids],
+                     "answer": answer.text})
+    return pd.DataFrame(rows)
 
 
-# --- internals ---------------------------------------------------------------------------------
-
-def _perturbations(cfg: CormConfig, questions: list[Question], k: int, name: str) -> list[dict]:
-    from robustkit.corm.perturb import PROMPTS_VERSION, synthesize
-
-    adversary = resources.generator_for(cfg.scale, "adversary", system_prompt=None)
-    pool = train_questions(cfg)
-    inputs = {"questions": digest(_question_rows(questions)), "pool": digest(_question_rows(pool)),
-              "k": k, "adversary": adversary.identity(), "prompts": PROMPTS_VERSION,
-              "seed": cfg.scale.seed}
-
-    def build(out: Path, scratch: Path) -> dict:
-        records = synthesize(questions, adversary, k, pool_questions=pool, seed=cfg.scale.seed)
-        write_jsonl(out, records)
-        return {"llm share": sum(r["source"] == "llm" for r in records) / len(records)}
-
-    return stage(run_dir(cfg) / f"{name}.jsonl", inputs, build, read_jsonl)
+def critic_scores(cfg: CormConfig | None, query: str, passages: dict, variants: Sequence[str]) -> pd.DataFrame:
+    """σ(z) of each critic variant for one query and a few labelled passages (label → Passage)."""
+    texts = [p.content for p in passages.values()]
+    return pd.DataFrame({"passage": list(passages), **{
+        v: train.critic_scorer(cfg, v).score([query] * len(texts), texts) for v in variants}}).round(3)
 
 
-def _question_rows(questions: list[Question]) -> list:
-    return [[q.id, q.text, list(q.answers), q.answer_type] for q in questions]
+def ablation(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 5: critics trained without one perturbation type (upsampled to the same number of
+    groups) against the critic trained on all types, on the same biased queries
+    (``ablation_changes``)."""
+    variants = [f"no-{t}" for t in PERTURBATION_TYPES]
+    biased = queries[queries["condition"] == "biased"]
+    return ablation_changes(run_methods(settings(cfg), ["corm", *variants], biased), variants)
+
+
+def sensitivity(cfg: CormConfig | None, queries: pd.DataFrame,
+                m_values: Sequence[int] | None = None) -> pd.DataFrame:
+    """Fig. 6: biased accuracy (95% CI by question, n) as K (perturbations used in training), τ
+    and M (candidates at inference) vary, one knob at a time around the defaults."""
+    cfg = settings(cfg)
+    biased = queries[queries["condition"] == "biased"]
+    k_variants = {k: (f"k-{k}" if k < cfg.k_perturbations else "corm")
+                  for k in range(1, cfg.k_perturbations + 1)}
+    tau_variants = {0.1: "tau-0.1", 1.0: "corm", 3.0: "tau-3"}
+    names = list(dict.fromkeys([*k_variants.values(), *tau_variants.values()]))
+    results = run_methods(cfg, names, biased)  # each critic scored once
+    by_method = dict(tuple(results.groupby("method")))
+    rows = [{"knob": knob, "value": value, **accuracy_ci(by_method[name])}
+            for knob, variants in (("K", k_variants), ("τ", tau_variants))
+            for value, name in variants.items()]
+    for m in m_values or sorted({max(cfg.context_size, cfg.m_inference // 4),
+                                 cfg.m_inference // 2, cfg.m_inference}):
+        frame = by_method["corm"] if m == cfg.m_inference else run_methods(cfg, ["corm"], biased, m=m)
+        rows.append({"knob": "M", "value": m, **accuracy_ci(frame)})
+    return pd.DataFrame(rows).round(1)

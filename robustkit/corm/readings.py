@@ -108,3 +108,67 @@ def cost(table: pd.DataFrame, critic: str = "corm", llm: str = "llm-rerank") -> 
     return (f"Reranking one query: critic {ms[critic]:.0f} ms, LLM-rerank {ms[llm]:.0f} ms "
             f"({ms[llm] / ms[critic]:.0f}× the critic; paper {ratio:.0f}×: "
             f"{paper.LATENCY_MS[llm] / 1000:.0f} s vs {paper.LATENCY_MS[critic]} ms).")
+
+
+def findings(table: pd.DataFrame, tests: pd.DataFrame, coverage: pd.DataFrame, shares: dict) -> str:
+    """The run's headline numbers as sentences, with what is and is not significant."""
+    by_key = table.set_index("key")
+    corm = by_key.loc["corm"]
+    lines = [f"CoRM critic: {corm['clean accuracy']:.1f}% clean, {corm['biased accuracy']:.1f}% biased "
+             f"(95% CI {corm['biased 95% CI']}, by question), robustness gap "
+             f"{corm['robustness gap']:.1f} points.",
+             f"Reference CoRM critic against {len(tests)} methods: exact McNemar at question level, "
+             f"uncorrected (with Bonferroni the level would be {0.05 / max(len(tests), 1):.3g})."]
+    for _, row in tests.iterrows():
+        other = by_key.loc[row["vs"]]
+        better = "better" if row["improvements"] > row["regressions"] else "worse"
+        verdict = (f"CoRM significantly {better}" if row["p"] < 0.05
+                   else "no significant difference")
+        lines.append(f"vs {other['method']}: {other['biased accuracy']:.1f}% biased; "
+                     f"exact McNemar p {format_p(row['p'], relation=True)} ({verdict} at 0.05).")
+    rc = coverage.set_index("method").loc["corm"]
+    lines.append(f"Abstaining on the least confident 20% moves CoRM's biased accuracy "
+                 f"{100 * rc['acc@100%']:.1f} → {100 * rc['acc@80%']:.1f}%, at 50% coverage "
+                 f"{100 * rc['acc@50%']:.1f}% (paper: {100 * paper.FULL_COVERAGE:.1f} → "
+                 f"{100 * paper.RISK_COVERAGE[0][1]:.1f} → {100 * paper.RISK_COVERAGE[1][1]:.1f}).")
+    lines.append(f"First gold passage ranked higher by the critic than by the relevance CE on "
+                 f"{shares['corm better']:.1%} of queries, lower on {shares['relevance-ce better']:.1%}, "
+                 f"tied on {shares['tie']:.1%} (paper: {paper.PAIRED['critic better']:.1%} / "
+                 f"{paper.PAIRED['CE better']:.1%} / {paper.PAIRED['tie']:.1%}).")
+    return "\n".join(lines)
+
+
+def label_findings(by_kind: pd.DataFrame, separation: pd.DataFrame) -> str:
+    """What notebook 02's two label tables show, as sentences computed from them: whether the 0/1
+    label gives robust (gold) evidence s > 0 and sycophantic (premise-matching) evidence s = 0,
+    and which label tells gold from the rest better."""
+    share = by_kind["share s > 0"]
+    lines = [f"s > 0 for {share.get('gold', float('nan')):.1%} of gold candidates, "
+             f"{share.get('premise-matching', float('nan')):.1%} of premise-matching ones and "
+             f"{share.get('distractor', float('nan')):.1%} of distractors."]
+    s, soft = separation.loc["s"], separation.loc["s_soft"]
+    better = "s_soft" if soft["AUC gold vs other"] > s["AUC gold vs other"] else "s"
+    lines.append(f"Gold vs the rest: AUC {s['AUC gold vs other']:.3f} for s, {soft['AUC gold vs other']:.3f} "
+                 f"for s_soft ({better} separates better); the top-labelled candidate is gold for "
+                 f"{s['gold ranked first (questions)']:g} (s) and {soft['gold ranked first (questions)']:g} (s_soft) "
+                 f"of {int(s['questions'])} questions; {int(s['questions with a positive'])} and "
+                 f"{int(soft['questions with a positive'])} of them give the critic a positive.")
+    return "\n".join(lines)
+
+
+def rank1_findings(top1: pd.DataFrame, reference: str = "dense", critic: str = "corm") -> str:
+    """What ``top1_by_kind``'s table shows, as sentences: the reference's premise-matching and gold
+    shares at rank 1, the range the rerankers span, and where the critic sits in it."""
+    gold, premise = "gold at rank 1 (%)", "premise-matching at rank 1 (%)"
+    base, others = top1.loc[reference], top1.drop(index=reference)
+    n = int(top1["n"].iloc[0])
+    lines = [f"{reference}: a premise-matching passage first for {base[premise]:.1f}% of the biased "
+             f"queries, a gold one for {base[gold]:.1f}%.",
+             f"The {len(others)} rerankers: premise-matching first {others[premise].min():.1f}–"
+             f"{others[premise].max():.1f}%, gold first {others[gold].min():.1f}–{others[gold].max():.1f}%."]
+    if critic in others.index:
+        row = others.loc[critic]
+        lines.append(f"{critic}: premise-matching {row[premise]:.1f}% (lowest: {others[premise].idxmin()}), "
+                     f"gold {row[gold]:.1f}% (highest: {others[gold].idxmax()}).")
+    lines.append(f"Each row is {n} queries: one query moves a share by {100 / n:.1f} points.")
+    return "\n".join(lines)

@@ -10,13 +10,16 @@ import time
 
 import pandas as pd
 
-from robustkit import timings
 from robustkit.corm import experiments as ex
 from robustkit.corm import figures
+from robustkit.corm import readings
 from robustkit.corm.config import CormConfig, settings
-from robustkit.corm.pipeline import CRITIC_VARIANTS, run_dir, train_questions
+from robustkit.corm import pipeline
+from robustkit.corm.data import run_dir, train_questions
+from robustkit.corm.train import CRITIC_VARIANTS
 from robustkit.device import cpu_info
 from robustkit.plots import figure_suffix
+from robustkit.run_times import MEASURED
 
 
 
@@ -26,8 +29,8 @@ def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.
     start = time.perf_counter()
     cfg = settings(cfg)
     names = [n for n in ex.METHOD_LABELS if llm_rerank or n != "llm-rerank"]
-    queries = ex.test_queries(cfg)
-    measured = timings.MEASURED.get((f"run corm{'' if llm_rerank else ' --no-llm-rerank'}", cfg.scale.name, "CPU"))
+    queries = pipeline.test_queries(cfg)
+    measured = MEASURED.get((f"run corm{'' if llm_rerank else ' --no-llm-rerank'}", cfg.scale.name, "CPU"))
     print(f"[robustkit] CoRM-RAG at scale {cfg.scale.name!r} (artifacts in {run_dir(cfg)}):\n"
           f"  perturb {len(train_questions(cfg))} training questions (K={cfg.k_perturbations}), label "
           f"their candidates (M={cfg.m_candidates}) with the teacher, train the warm start and "
@@ -37,8 +40,8 @@ def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.
           + (f"About {measured[0] / 60:.0f} min measured on {measured[1]} (this CPU: {cpu_info()['model']}, "
              f"{cpu_info()['isa']}); finished stages are reused." if measured else "Finished stages are reused."),
           flush=True)
-    results = ex.run_methods(cfg, names, queries)  # staged per method under runs/<scale>/corm/results/
-    table = ex.table1(results, ex.rerank_latency(cfg, names, list(queries["query"][:4])))
+    results = pipeline.run_methods(cfg, names, queries)  # staged per method under runs/<scale>/corm/results/
+    table = ex.table1(results, pipeline.rerank_latency(cfg, names, list(queries["query"][:4])))
     curves, coverage = ex.risk_coverage_table(results)
     recall = ex.recall_table(results)
     pairs, shares = ex.paired_ranks(results)
@@ -49,7 +52,7 @@ def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.
         print(coverage.to_string(index=False))
         print(recall[recall["k"].isin([1, 3, 5, 10, 20, 50, 100])].pivot(
             index="k", columns="method", values="recall").round(3))
-    print(ex.findings(table, tests, coverage, shares))
+    print(readings.findings(table, tests, coverage, shares))
     suffix = figure_suffix(cfg.scale.name)
     figures.plot_table1(table, scale=cfg.scale.name, name=f"corm_table1{suffix}")
     figures.plot_risk_coverage(curves, coverage, scale=cfg.scale.name,

@@ -10,14 +10,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from robustkit.config import Scale, check_knob, knobs_at
+from robustkit.config import MethodConfig, Scale, check_knob
 
 DECODINGS = ("free", "constrained")
 CITABLE = 9  # constrained decoding cites one of snippets [1]..[9] (ids of one token each)
 
 
-@dataclass(frozen=True)
-class CounterRefineConfig:
+# tiny: samples of data/mini's two-hop and factual test questions, short snippets and a 9-snippet
+# second pass, so notebook 06 fits CI's budget on a 2-core CPU (prefill dominates: each refinement
+# step re-reads its snippets); small: HotpotQA and NQ-open samples of 50, each with 20 calibration
+# questions, sized to finish in hours on a CPU (the results page has the measured rate). A 135M
+# refiner cannot write the reply format by itself, so both constrain its decoding; colab and
+# paper models decode freely.
+DEFAULTS: dict[str, dict] = {
+    "tiny": dict(n_multihop=8, n_factual=8, n_calibration=6, max_words=30, max_snippets=9,
+                 draft_tokens=16, refine_tokens=24, decoding="constrained"),
+    "small": dict(n_hotpotqa=50, n_nq=50, n_calibration=20, max_words=40, max_snippets=9,
+                  decoding="constrained"),
+    # colab: 200 HotpotQA and 200 NQ-open questions, 50 calibration questions each, inside a
+    # notebook's ~30 min on a T4 (robustkit.timings estimates it)
+    "colab": dict(n_hotpotqa=200, n_nq=200, n_calibration=50),
+    # paper: every question but 100 HotpotQA ones, held out to calibrate (HotpotQA ships no train split here)
+    "paper": dict(n_hotpotqa=388, n_calibration=100)}
+
+
+@dataclass(frozen=True, repr=False)
+class CounterRefineConfig(MethodConfig, what="CounterRefine", defaults=DEFAULTS):
     scale: Scale
     k: int = 5  # snippets per retrieval query (the paper's k = 5)
     max_snippets: int = 15  # the second pass keeps at most this many merged snippets (paper: 15-20)
@@ -46,36 +64,13 @@ class CounterRefineConfig:
             raise ValueError(f"max_snippets ({self.max_snippets}) must be >= k ({self.k}): the "
                              "second pass keeps at least the draft's own snippets")
 
-    def replace(self, **changes) -> "CounterRefineConfig":
-        return settings(self.scale, **{**_knobs(self), **changes})
-
-    def __repr__(self) -> str:
-        knobs = ", ".join(f"{k}={v}" for k, v in _knobs(self).items())
-        return f"CounterRefineConfig(scale={self.scale.name!r}, seed={self.scale.seed}, {knobs})"
-
-
-# tiny: samples of data/mini's two-hop and factual test questions, short snippets and a 9-snippet
-# second pass, sized for notebook 06's 4 CI minutes on a 2-core CPU (prefill dominates: each
-# refinement step re-reads its ~9 snippets); small: HotpotQA and NQ-open samples of 50, each
-# with 20 calibration questions (at 60-word snippets and 120 questions each, a 2-core CPU made
-# ~15 model calls a minute: about two hours). A 135M refiner cannot write the reply
-# format by itself, so both constrain its decoding; colab and paper models decode freely.
-DEFAULTS: dict[str, dict] = {
-    "tiny": dict(n_multihop=8, n_factual=8, n_calibration=6, max_words=30, max_snippets=9,
-                 draft_tokens=16, refine_tokens=24, decoding="constrained"),
-    "small": dict(n_hotpotqa=50, n_nq=50, n_calibration=20, max_words=40, max_snippets=9,
-                  decoding="constrained"),
-    # colab: 200 HotpotQA and 200 NQ-open questions, 50 calibration questions each (~3 min on a T4,
-    # estimated)
-    "colab": dict(n_hotpotqa=200, n_nq=200, n_calibration=50),
-    # paper: every question but 100 HotpotQA ones, held out to calibrate (HotpotQA ships no train split here)
-    "paper": dict(n_hotpotqa=388, n_calibration=100)}
+    def method_knobs(self) -> dict:
+        """The knobs ``CounterRefine``'s constructor takes, as this config sets them."""
+        return dict(k=self.k, max_snippets=self.max_snippets, decoding=self.decoding,
+                    max_words=self.max_words or None, draft_tokens=self.draft_tokens,
+                    refine_tokens=self.refine_tokens)
 
 
 def settings(scale: CounterRefineConfig | Scale | str | None = None, **changes) -> CounterRefineConfig:
     """CounterRefine's knobs at a scale (its defaults, with ``changes``); a config passes through."""
-    return knobs_at(CounterRefineConfig, DEFAULTS, scale, changes, "CounterRefine")
-
-
-def _knobs(cfg: CounterRefineConfig) -> dict:
-    return {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "scale"}
+    return CounterRefineConfig.settings(scale, **changes)

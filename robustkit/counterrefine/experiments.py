@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from robustkit.counterrefine import paper
-from robustkit.counterrefine.pipeline import BASELINE, VARIANTS
+from robustkit.counterrefine.pipeline import BASELINE, METHODS
 from robustkit.counterrefine.validate import REASONS, cited_snippets
 from robustkit.metrics import bootstrap_ci, format_p, mcnemar, paired_tests, substring_match
 
@@ -45,7 +45,7 @@ def table4(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
 def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
     """Exact McNemar of the reference against every other method on the same questions, per
     dataset (``metrics.paired_tests``): improvements (only the reference right), regressions, p."""
-    return paired_tests(results, reference, by=["dataset"], methods=(BASELINE, *VARIANTS))
+    return paired_tests(results, reference, by=["dataset"], methods=METHODS)
 
 
 def transitions(results: pd.DataFrame, method: str = REFERENCE) -> pd.DataFrame:
@@ -128,20 +128,6 @@ def cost(results: pd.DataFrame) -> pd.DataFrame:
     """Mean retrieval calls, snippets read by the last call, model calls and latency per question."""
     return (results.groupby("method", sort=False)[["retrieval_calls", "snippets", "model_calls", "latency_s"]]
             .mean().rename(columns={"latency_s": "s/question"}).reset_index().round(3))
-
-
-def findings(results: pd.DataFrame) -> str:
-    """What this run shows, in sentences computed from its tables (nothing typed in by hand)."""
-    t3 = table3(results).query("source == 'kit'").set_index(["dataset", "method"])
-    hh = helped_vs_harmed(results).set_index("dataset")
-    lines = []
-    for dataset in results["dataset"].unique():
-        b, c, h = t3.loc[(dataset, BASELINE)], t3.loc[(dataset, REFERENCE)], hh.loc[dataset]
-        lines.append(f"{dataset} (n = {int(c['n'])}): correct {b['correct']:.1f}% → {c['correct']:.1f}% "
-                     f"(F1 {b['f1']:.1f} → {c['f1']:.1f}); {int(h['changed'])} outputs changed "
-                     f"({h['changed %']:.1f}%), {int(h['fixed'])} fixed vs {int(h['harmed'])} harmed, "
-                     f"exact McNemar p {h['p (exact McNemar)']}.")
-    return "\n".join(lines)
 
 
 def _summary(results: pd.DataFrame, seed: int) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pandas as pd
 from robustkit.counterrefine.experiments import OUTCOMES
 from robustkit.plots import PAPER, save, set_style
 
-METHOD_COLOURS = {"baseline-rag": "#8C8C8C", "counterrefine": "#4C72B0"}
+METHOD_COLOURS = {"dense": "#8C8C8C", "counterrefine": "#4C72B0"}
 OUTCOME_COLOURS = {"stay correct": "#55A868", "stay wrong": "#C44E52", "fixed": "#4C72B0", "harmed": "#DD8452"}
 
 

@@ -30,7 +30,7 @@ from robustkit.counterrefine.config import CITABLE, DECODINGS
 from robustkit.counterrefine.validate import (Refinement, canonical, parse_refinement, question_type,
                                               validate)
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, check_queries, spread_latency
+from robustkit.methods import Answer, Query, check_queries, derived_identity, spread_latency
 from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import search_for
 
@@ -121,13 +121,9 @@ class CounterRefine:
         return answers
 
     def identity(self) -> dict:
-        """What decides its answers (``methods.evaluate`` stages results under it)."""
-        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
-                "generator": self.generator.identity(), "prompts": {"reader": READER_VERSION, "refine": PROMPT_VERSION},
-                "knobs": {"k": self.k, "max_snippets": self.max_snippets, "second_pass": self.second_pass,
-                          "validator": self.validator, "canonicalise": self.canonicalise, "decoding": self.decoding,
-                          "revise_above": self.revise_above, "max_words": self.max_words,
-                          "draft_tokens": self.draft_tokens, "refine_tokens": self.refine_tokens}}
+        """What decides its answers (``methods.evaluate`` stages results under it): every
+        constructor argument (``methods.derived_identity``) and its prompts."""
+        return derived_identity(self, prompts={"reader": READER_VERSION, "refine": PROMPT_VERSION})
 
     def second_queries(self, question: str, draft: str) -> list[str]:
         """The second pass's queries: ``answer_conditioned_queries``, q alone for the "question"

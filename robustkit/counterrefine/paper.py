@@ -10,8 +10,8 @@ import pandas as pd
 
 # Table 3: correct (%) of Baseline-RAG and CounterRefine on SimpleQA, per generator
 TABLE3 = pd.DataFrame([
-    ("simpleqa (paper, Claude)", "baseline-rag", 63.7), ("simpleqa (paper, Claude)", "counterrefine", 67.7),
-    ("simpleqa (paper, GPT-5)", "baseline-rag", 67.3), ("simpleqa (paper, GPT-5)", "counterrefine", 73.1)],
+    ("simpleqa (paper, Claude)", "dense", 63.7), ("simpleqa (paper, Claude)", "counterrefine", 67.7),
+    ("simpleqa (paper, GPT-5)", "dense", 67.3), ("simpleqa (paper, GPT-5)", "counterrefine", 73.1)],
     columns=["dataset", "method", "correct"]).assign(f1=None, n=4326, source="paper")
 # Fig. 3: outcome transitions from the draft to CounterRefine's answer (%), and outputs changed
 TRANSITIONS = {"stay correct": 63.5, "stay wrong": 32.1, "fixed": 4.2, "harmed": 0.2}

@@ -1,89 +1,32 @@
 """CounterRefine's run: Baseline-RAG, CounterRefine and its Table 4 ablations on the same
-questions, corpus, generator and draft, scored by normalised match and token F1 — one artifact
-under ``runs/<scale>/counterrefine/``.
+questions, corpus, generator and draft, scored by normalised match and token F1 — staged under
+``runs/<scale>/counterrefine/``.
 
-    sets = rk.counterrefine.eval_sets(cfg)   # which questions, over which corpus
     results = rk.counterrefine.run(cfg)      # one row per (dataset, method, question)
 
-``tiny``: data/mini's two-hop and factual test questions over the data/mini corpus. ``small``:
-HotpotQA distractor dev, each question searching only its own paragraphs (the paper's setting),
-and NQ-open over the oracle corpus. Baseline-RAG is CounterRefine's own draft (step 1), so the two
-differ only by what the second pass changes.
+Which questions: ``counterrefine.data``; the methods: ``counterrefine.build``; the REVISE
+threshold: ``counterrefine.train``. Baseline-RAG (``dense``) is CounterRefine's own draft (step
+1), so the two differ only by what the second pass changes.
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import pandas as pd
 
 from robustkit import resources
-from robustkit.artifacts import read_json, stage, write_json
-from robustkit.config import runs_dir
+from robustkit.counterrefine.build import IDS, build
 from robustkit.counterrefine.config import CounterRefineConfig, settings
-from robustkit.counterrefine.method import PROMPT_VERSION, CounterRefine, calibrate_revise_threshold
+from robustkit.counterrefine.data import eval_sets, run_dir
+from robustkit.counterrefine.method import PROMPT_VERSION
+from robustkit.counterrefine.train import calibrate
 from robustkit.judges import NormalisedMatch
-from robustkit.methods import Query, evaluate
+from robustkit.methods import evaluate
 from robustkit.metrics import token_f1
 from robustkit.models import resolve_model
-from robustkit.qa_sets import QASet, short_answer_sets
+from robustkit.qa_sets import QASet
 from robustkit.reader import READER_VERSION
 
-BASELINE = "baseline-rag"
-# Table 4: each ablation is CounterRefine with one part removed
-VARIANTS = {"counterrefine": {}, "question-only second pass": {"second_pass": "question"},
-            "no validator": {"validator": False}, "no canonicalisation": {"canonicalise": False},
-            "reconsider (no new evidence)": {"second_pass": "none"}}
-METHODS = (BASELINE, *VARIANTS)
-
-
-def run_dir(cfg: CounterRefineConfig | None = None) -> Path:
-    path = runs_dir(settings(cfg).scale) / "counterrefine"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def eval_sets(cfg: CounterRefineConfig | None = None) -> list[QASet]:
-    """The evaluated datasets at the config's scale, each with its calibration questions (``train``)."""
-    cfg = settings(cfg)
-    return short_answer_sets(cfg.scale, n_multihop=cfg.n_multihop, n_factual=cfg.n_factual,
-                             n_hotpotqa=cfg.n_hotpotqa, n_nq=cfg.n_nq, n_train=cfg.n_calibration)
-
-
-def describe(cfg: CounterRefineConfig | None = None) -> pd.DataFrame:
-    """One row per dataset: evaluated and calibration questions, the corpus and its checksum."""
-    return pd.DataFrame([{"dataset": s.name, "questions": len(s.questions), "calibration": len(s.train),
-                          "corpus": s.corpus.name, "passages": len(s.corpus), "retriever": s.retriever.name,
-                          "sha256": s.corpus.checksum[:12]} for s in eval_sets(cfg)])
-
-
-def methods(cfg: CounterRefineConfig, ev: QASet, revise_above: float = 0.5) -> dict[str, CounterRefine]:
-    """CounterRefine and its ablations over one dataset: one generator, one retriever, one k."""
-    generator = resources.generator_for(cfg.scale)
-    common = dict(k=cfg.k, max_snippets=cfg.max_snippets, decoding=cfg.decoding, revise_above=revise_above,
-                  max_words=cfg.max_words or None, draft_tokens=cfg.draft_tokens, refine_tokens=cfg.refine_tokens)
-    return {name: CounterRefine(ev.retriever, generator, ev.corpus, name=name, **common, **changes)
-            for name, changes in VARIANTS.items()}
-
-
-def calibrate(cfg: CounterRefineConfig, ev: QASet) -> dict:
-    """The REVISE threshold for constrained decoding, from the dataset's calibration questions:
-    their drafts' error rate and the refiner's P(REVISE) on each (``calibrate_revise_threshold``).
-    Staged under ``runs/<scale>/counterrefine/``: calibrated once, then read."""
-    if cfg.decoding == "free" or not ev.train:
-        return {"revise_above": 0.5, "questions": 0, "draft_error": None}
-    probe = methods(cfg, ev, revise_above=1.0)["counterrefine"]  # decide only: nothing is revised
-
-    def build(out: Path, scratch: Path) -> dict:
-        answers = probe.answer([Query(q.id, q.id, q.text) for q in ev.train])
-        correct = NormalisedMatch()([q.text for q in ev.train], [a.text for a in answers],
-                                    [q.answers for q in ev.train])
-        threshold = calibrate_revise_threshold([a.trace["p_revise"] for a in answers], correct)
-        write_json(out, {"revise_above": threshold, "questions": len(answers),
-                         "draft_error": 1 - sum(correct) / len(correct)})
-
-    inputs = {"probe": probe.identity(), "questions": [q.id for q in ev.train],
-              "answers": [list(q.answers) for q in ev.train]}
-    return stage(run_dir(cfg) / f"calibration-{ev.name}.json", inputs, build, read_json)
+BASELINE = "dense"  # Baseline-RAG: CounterRefine's draft, plain dense RAG over its k snippets
+METHODS = (BASELINE, *IDS)
 
 
 def run_log(cfg: CounterRefineConfig | None = None) -> dict:
@@ -96,7 +39,7 @@ def run_log(cfg: CounterRefineConfig | None = None) -> dict:
         "datasets": {s.name: {"fingerprint": s.fingerprint, "questions": [q.id for q in s.questions],
                               "calibration": [q.id for q in s.train], "corpus": s.corpus.checksum}
                      for s in eval_sets(cfg)},
-        "knobs": {k: v for k, v in vars(cfg).items() if k != "scale"}, "seed": cfg.scale.seed,
+        "knobs": cfg.knobs(), "seed": cfg.scale.seed,
     }
 
 
@@ -122,7 +65,9 @@ def scored(cfg: CounterRefineConfig, ev: QASet) -> pd.DataFrame:
     queries = pd.DataFrame({"query_id": [q.id for q in ev.questions], "question_id": [q.id for q in ev.questions],
                             "query": [q.text for q in ev.questions], "answers": [list(q.answers) for q in ev.questions],
                             "dataset": ev.name})
-    results = evaluate(methods(cfg, ev, threshold), queries, run_dir(cfg) / "results" / ev.name, judge)
+    systems = {name: build(name, cfg, corpus=ev.corpus, retriever=ev.retriever, revise_above=threshold)
+               for name in IDS}
+    results = evaluate(systems, queries, run_dir(cfg) / "results" / ev.name, judge)
     return pd.concat([_drafts(results[results["method"] == "counterrefine"], judge), results], ignore_index=True)
 
 

@@ -8,11 +8,13 @@ import time
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from robustkit.config import figures_dir
+from robustkit.paths import figures_dir
 from robustkit.counterrefine import experiments as ex
 from robustkit.counterrefine import figures
+from robustkit.counterrefine import readings
 from robustkit.counterrefine.config import CounterRefineConfig, settings
-from robustkit.counterrefine.pipeline import describe, run, run_dir
+from robustkit.counterrefine.data import describe, run_dir
+from robustkit.counterrefine.pipeline import run
 from robustkit.plots import figure_suffix, save_table
 
 
@@ -27,7 +29,7 @@ def main(cfg: CounterRefineConfig | str | None = None) -> pd.DataFrame:
         tables, _ = save_tables(results, cfg.scale.name)
         for name in ("table3", "table4", "helped vs harmed", "validation", "cost"):
             print(tables[name].drop(columns=["CI low", "CI high"], errors="ignore").to_string(index=False))
-    print(ex.findings(results))
+    print(readings.findings(results))
     print(f"[robustkit] done in {(time.perf_counter() - start) / 60:.1f} min (figures in {figures_dir()})")
     return tables["table3"]
 

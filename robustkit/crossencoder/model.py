@@ -22,6 +22,7 @@ from torch import nn
 
 from robustkit import memo
 from robustkit.artifacts import write_json
+from robustkit.callcache import CallCache
 from robustkit.config import quiet_model_loading
 from robustkit.crossencoder import MAX_LENGTH
 
@@ -240,8 +241,6 @@ class CrossEncoderScorer:
         self._memo: dict[tuple[str, str], float] | None = {} if cache else None
         self._store = None
         if cache and store_as:
-            from robustkit.llm import (CallCache) # imported here: the training entry point stays light
-
             self._store = CallCache()
             # fp16 or bf16 autocast on a GPU gives other scores than fp32 on a CPU: they are kept apart
             precision = mixed_precision(self.device).replace("no", "fp32")

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from robustkit import memo, resources
-from robustkit.artifacts import digest, read_manifest, stage
+from robustkit.artifacts import NotStaged, digest, manifest_path, read_manifest, stage
 from robustkit.config import Scale, check_knob, get_scale, runs_dir, with_overrides
 from robustkit.crossencoder import MAX_LENGTH
 from robustkit.models import ModelSpec, kit_trained, resolve_model
@@ -164,12 +164,16 @@ def describe(scale: Scale | str | None = None, chosen: Recipe | None = None) -> 
 
 def identity(scale: Scale | str | None = None, chosen: Recipe | None = None) -> dict:
     """What a manifest records of the relevance model: a pretrained one's name, or the kit's
-    init, recipe and checkpoint sha256."""
+    init, recipe and checkpoint sha256. It only reads: the kit's model not trained yet raises
+    ``NotStaged`` naming ``relevance_model``, which trains it."""
     scale = get_scale(scale)
     spec = pretrained(scale)
     if spec is not None:
         return {"model": spec.name, "source": spec.source}
     chosen = chosen or recipe(scale)
-    path = relevance_model(scale, chosen, progress=False)
+    path = runs_dir(scale) / "relevance" / chosen.slug
+    if not manifest_path(path).exists():
+        raise NotStaged(f"the relevance cross-encoder {chosen.slug} is not trained yet at {path}; "
+                        "rk.crossencoder.relevance_model(scale) trains it")
     return {"model": "relevance cross-encoder", "init": resolve_model("critic_init", scale, verbose=False).name,
             "recipe": asdict(chosen), "sha256": read_manifest(path)["sha256"]}

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from robustkit.config import CHECKOUT, is_offline
+from robustkit.config import is_offline
+from robustkit.paths import CHECKOUT
 from robustkit.data.records import (Corpus, DataError, Misconception, Passage, Question, normalize_answer,
                                     sha256_files)
 from robustkit.data.validate import (Row, Unique, array_rows, json_document, jsonl_rows, strings,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robustkit.config import MINI_DIR
+from robustkit.paths import MINI_DIR
 from robustkit.data.records import (PERTURBATION_TYPES, Corpus, Misconception, Passage, Question,
                                     Rewrite, sha256_files)
 from robustkit.data.validate import Row, Unique, jsonl_rows

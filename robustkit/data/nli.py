@@ -8,6 +8,8 @@ They train and check the kit's offline NLI adjudicator (FVA-RAG's contradiction 
   domains than SNLI's image captions, closer to the passages an adjudicator reads.
 
 The dev splits are disjoint from ``train``: accuracy on them is accuracy on unseen pairs.
+``LABELS`` is the kit's one label order; ``label_columns`` reads a classifier's labels into it
+(``models`` checks an NLI model with it, ``nli`` scores with it).
 """
 from __future__ import annotations
 
@@ -91,6 +93,19 @@ def load_nli(split: str = "train") -> NLISet:
     pairs = [_pair(row) for row in rows]
     digest = hashlib.sha256(json.dumps([asdict(p) for p in pairs]).encode()).hexdigest()
     return NLISet(split, pairs, f"hub:{hub_id}", digest)
+
+
+def label_columns(id2label: dict) -> list[int]:
+    """The model's output index of each of ``LABELS``, read from its config's label names.
+
+    ``{0: "CONTRADICTION", 1: "ENTAILMENT", 2: "NEUTRAL"}`` → ``[1, 2, 0]``. A model whose labels
+    are not exactly the three NLI classes is refused: its probabilities would mean something else.
+    """
+    by_name = {str(name).strip().lower(): int(index) for index, name in id2label.items()}
+    if len(id2label) != len(LABELS) or set(by_name) != set(LABELS):
+        raise ValueError(f"the model's labels {sorted(map(str, id2label.values()))} are not the "
+                         f"three NLI classes {list(LABELS)}: not a three-way NLI classifier")
+    return [by_name[label] for label in LABELS]
 
 
 def _pair(row: Row) -> NLIPair:

@@ -293,5 +293,9 @@ class Corpus:
     def position(self, passage_id: str) -> int:
         return self._index[passage_id]
 
+    def identity(self) -> dict:
+        """What a manifest records of the corpus: its name and content checksum."""
+        return {"corpus": self.name, "sha256": self.checksum}
+
     def __repr__(self) -> str:
         return f"Corpus({self.name!r}, {len(self)} passages, sha256={self.checksum[:12]})"

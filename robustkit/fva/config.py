@@ -10,16 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from robustkit.config import Scale, check_knob, knobs_at
+from robustkit.config import MethodConfig, Scale, check_knob
 
 ADJUDICATORS = ("nli", "answer-conflict")
 # CRAG's retrieval evaluator: the kit's relevance cross-encoder (CRAG trains a T5 one for the same
 # job) or the dense retriever's own question-passage cosine (no trained grader at all)
 CRAG_EVALUATORS = ("relevance-ce", "dense-cosine")
 
+# tiny: 8 data/mini questions, a stratified TruthfulQA sample (1 per stratum) and short
+# passages — every step runs, no comparison is meant — so the run fits CI's budget on 2 CPU
+# cores; small and up: all 817
+DEFAULTS: dict[str, dict] = {"tiny": dict(n_mini=8, n_truthfulqa=6, n_mc=6, max_words=40), "small": {},
+                             "colab": {}, "paper": {}}
 
-@dataclass(frozen=True)
-class FVAConfig:
+
+@dataclass(frozen=True, repr=False)
+class FVAConfig(MethodConfig, what="FVA", defaults=DEFAULTS):
     scale: Scale
     k: int = 3  # passages per retrieval call (the paper's k = 3)
     m_kill_queries: int = 3  # m: kill queries written per draft
@@ -33,7 +39,7 @@ class FVAConfig:
     n_mini: int = 0  # data/mini held-out misconception questions evaluated at tiny (0 = all 21)
     n_mc: int = 0  # of those, how many get MC1/MC2 (0 = all): ~8 options to score per question
     max_words: int = 0  # passages clipped to this many words in every method's prompts (0 = the
-    #                     scale's): prefill dominates a CPU's cost, ~1.7 s per 3-passage answer
+    #                     scale's): prefill dominates a CPU's cost, so tiny shortens them
 
     def __post_init__(self):
         for f in fields(self):
@@ -50,25 +56,7 @@ class FVAConfig:
                 check_knob(f"FVA knob {f.name}", value, integer=True,
                            low=0 if f.name in ("n_truthfulqa", "n_mini", "n_mc", "max_words") else 1)
 
-    def replace(self, **changes) -> "FVAConfig":
-        return settings(self.scale, **{**_knobs(self), **changes})
-
-    def __repr__(self) -> str:
-        knobs = ", ".join(f"{k}={v}" for k, v in _knobs(self).items())
-        return f"FVAConfig(scale={self.scale.name!r}, seed={self.scale.seed}, {knobs})"
-
-
-# tiny: 8 data/mini questions, a stratified TruthfulQA sample (1 per stratum) and short
-# passages — every step runs, no comparison is meant — so the run fits CI's budget on 2 CPU
-# cores; small and up: all 817
-DEFAULTS: dict[str, dict] = {"tiny": dict(n_mini=8, n_truthfulqa=6, n_mc=6, max_words=40), "small": {},
-                             "colab": {}, "paper": {}}
-
 
 def settings(scale: FVAConfig | Scale | str | None = None, **changes) -> FVAConfig:
     """FVA-RAG's knobs at a scale (its defaults, with ``changes``); a config passes through."""
-    return knobs_at(FVAConfig, DEFAULTS, scale, changes, "FVA")
-
-
-def _knobs(cfg: FVAConfig) -> dict:
-    return {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "scale"}
+    return FVAConfig.settings(scale, **changes)

@@ -14,7 +14,7 @@ from robustkit.fva import paper
 from robustkit.fva.method import is_falsified
 from robustkit.metrics import bootstrap_ci, paired_tests, separation_auc
 
-METHOD_LABELS = {"vanilla": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
+METHOD_LABELS = {"dense": "vanilla RAG", "self-rag": "Self-RAG (prompted)",
                  "crag": "CRAG", "fva-rag": "FVA-RAG"}
 
 
@@ -84,7 +84,7 @@ def falsified_examples(results: pd.DataFrame, corpora: dict, n: int = 5) -> pd.D
     (the paper's Table 1); ``corpora`` maps (dataset, cache) to its ``Corpus``. Fixed drafts
     (wrong → right) first, then harmed, then the rest."""
     fva = results[(results["method"] == "fva-rag") & results["intervened"].fillna(False).astype(bool)]
-    vanilla = results[results["method"] == "vanilla"].set_index(["dataset", "cache", "question_id"])["correct"]
+    vanilla = results[results["method"] == "dense"].set_index(["dataset", "cache", "question_id"])["correct"]
     rows = []
     for _, row in fva.iterrows():
         trace = row["trace"]
@@ -159,23 +159,3 @@ def cost(results: pd.DataFrame) -> pd.DataFrame:
             .rename(columns={"latency_s": "s/question"}).reset_index().round(3))
 
 
-def findings(table: pd.DataFrame, tests: pd.DataFrame) -> str:
-    """What this run shows, in sentences computed from its tables (nothing typed in by hand)."""
-    kit = table[table["source"] == "kit"].set_index(["dataset", "cache", "method"])
-    lines = []
-    for (dataset, cache), part in tests.groupby(["dataset", "cache"], sort=False):
-        fva, vanilla = kit.loc[(dataset, cache, "fva-rag")], kit.loc[(dataset, cache, "vanilla")]
-        best = part.sort_values("p").iloc[0]
-        significant = part[part["p"] < 0.05]
-        lines.append(
-            f"{dataset}, cache {cache} (n = {int(fva['n'])}): FVA-RAG falsified "
-            f"{fva['intervention rate']:.1f}% of drafts; true answers {fva['accuracy']:.1f}% vs vanilla "
-            f"{vanilla['accuracy']:.1f}%. Paired McNemar, {len(part)} comparisons here ({len(tests)} in all): "
-            + (f"{len(significant)} below p = 0.05" if len(significant) else "none below p = 0.05")
-            + f" (smallest p {best['p (exact McNemar)']} vs {best['vs']}: {_count(best['improvements'], 'improvement')}, "
-            f"{_count(best['regressions'], 'regression')}).")
-    return "\n".join(lines)
-
-
-def _count(n, noun: str) -> str:
-    return f"{int(n)} {noun}{'' if int(n) == 1 else 's'}"

@@ -24,7 +24,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
-from robustkit.methods import Answer, Query, check_queries, spread_latency
+from robustkit.methods import Answer, Query, check_queries, derived_identity, spread_latency
 from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import top_passages
 
@@ -112,13 +112,9 @@ class FVARAG:
         return answers
 
     def identity(self) -> dict:
-        """What decides its answers (``methods.evaluate`` stages results under it)."""
-        return {"method": type(self).__name__, "retriever": self.retriever.identity(),
-                "generator": self.generator.identity(), "adjudicator": self.adjudicator.identity(),
-                "prompts": {"reader": READER_VERSION, "fva": PROMPT_VERSION},
-                "knobs": {"k": self.k, "m": self.m, "tau": self.tau, "max_words": self.max_words,
-                          "draft_tokens": self.draft_tokens, "kill_tokens": self.kill_tokens,
-                          "revision_tokens": self.revision_tokens}}
+        """What decides its answers (``methods.evaluate`` stages results under it): every
+        constructor argument (``methods.derived_identity``) and its prompts."""
+        return derived_identity(self, prompts={"reader": READER_VERSION, "fva": PROMPT_VERSION})
 
     def kill_queries(self, questions: Sequence[str], drafts: Sequence[str]) -> tuple[list[list[str]], list[int]]:
         """m kill queries per draft, and how many of them came from ``KILL_TEMPLATES`` because the

@@ -11,8 +11,11 @@ import pandas as pd
 
 from robustkit.fva import experiments as ex
 from robustkit.fva import figures
+from robustkit.fva import readings
 from robustkit.fva.config import FVAConfig, settings
-from robustkit.fva.pipeline import adjudicator, describe, revisions_at_any_tau, run, run_dir, run_log
+from robustkit.fva.data import describe, run_dir
+from robustkit.fva.pipeline import revisions_at_any_tau, run, run_log
+from robustkit.fva.train import adjudicator, crag_evaluator
 from robustkit.plots import figure_suffix, save_table
 
 
@@ -20,7 +23,8 @@ def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
     """Run (reusing a finished artifact), print the tables, draw Table 2; returns Table 2."""
     start = time.perf_counter()
     cfg = settings(cfg)
-    judge = adjudicator(cfg)
+    judge = adjudicator(cfg)  # what the run needs trained, before the run log reads it
+    crag_evaluator(cfg)
     print(f"[robustkit] FVA-RAG at scale {cfg.scale.name!r} (artifacts in {run_dir(cfg)}):")
     with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
         print(describe(cfg).to_string(index=False))
@@ -34,7 +38,7 @@ def main(cfg: FVAConfig | str | None = None) -> pd.DataFrame:
         print(table.drop(columns=["CI low", "CI high"]).to_string(index=False))
         for frame in tables.values():
             print(frame.to_string(index=False))
-    print(ex.findings(table, tests))
+    print(readings.findings(table, tests))
     suffix = figure_suffix(cfg.scale.name)
     figures.plot_table2(table, scale=cfg.scale.name, name=f"fva_table2{suffix}")
     revisions = revisions_at_any_tau(cfg, results, judge=judge)

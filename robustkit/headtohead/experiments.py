@@ -17,17 +17,8 @@ import pandas as pd
 
 from robustkit.headtohead.pipeline import BUILT_FOR, LABELS, NOT_RUN, REFERENCE
 from robustkit.judges import NormalisedMatch
-from robustkit.metrics import cluster_bootstrap_ci, exact_match, format_p, paired_tests
-
-
-def first_answer(trace: dict) -> str | None:
-    """The answer a method gave before it intervened: FVA-RAG's and CounterRefine's draft,
-    AlignRAG's and Self-Refine's round-0 answer; None for a method with a single answer."""
-    if "draft" in trace:
-        return trace["draft"]
-    if trace.get("trajectory"):
-        return trace["trajectory"][0]["answer"]
-    return None
+from robustkit.methods import first_answer
+from robustkit.metrics import cluster_bootstrap_ci, exact_match, paired_tests
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -161,33 +152,3 @@ def by_set(built: pd.DataFrame, methods) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(comparisons=len(tests)).round(2)
 
 
-def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> str:
-    """The run's headline numbers as sentences: the most accurate method, the reference, the
-    largest and smallest drop under bias, and which paired tests clear 0.05 before and after
-    Bonferroni — with n, so a reader sees how little a small run can separate."""
-    first = table.iloc[0]
-    top = table[table["accuracy"] == table["accuracy"].max()]
-    ref = table.set_index("method").loc[REFERENCE]
-    overall = drops[drops["type"] == "all"].set_index("method")
-    worst, steadiest = overall["drop"].idxmax(), overall["drop"].idxmin()
-    level = 0.05 / max(len(tests), 1)
-    raw, corrected = tests[tests["p"] < 0.05], tests[tests["p"] < level]
-    lowest = overall.loc[steadiest, "drop"]
-    lines = [f"{int(first['questions'])} questions, {int(first['queries'])} queries per method "
-             f"(clean and biased); accuracies pool both, 95% CIs resample questions.",
-             f"Most accurate{f' ({len(top)} tied)' if len(top) > 1 else ''}: "
-             + ", ".join(f"{r['label']} {r['accuracy']:.1f}% (CI {r['CI low']:.1f}–{r['CI high']:.1f})"
-                         for _, r in top.iterrows())
-             + f"; the reference {LABELS.get(REFERENCE, REFERENCE)}: {ref['accuracy']:.1f}% "
-             f"(CI {ref['CI low']:.1f}–{ref['CI high']:.1f}).",
-             f"Largest drop from clean to biased: {LABELS.get(worst, worst)}, {overall.loc[worst, 'drop']:+.1f} points; "
-             f"smallest: {LABELS.get(steadiest, steadiest)}, {lowest:+.1f} points"
-             + (" (negative: more accurate on its biased queries than on the clean ones)." if lowest < 0 else "."),
-             f"Paired tests against {LABELS.get(REFERENCE, REFERENCE)}: {len(tests)} comparisons (exact McNemar per "
-             f"condition); {len(raw)} below 0.05 uncorrected, {len(corrected)} below the Bonferroni level "
-             f"{level:.2g}."]
-    for _, row in raw.iterrows():
-        better = "better" if row["regressions"] > row["improvements"] else "worse"
-        lines.append(f"  {LABELS.get(row['vs'], row['vs'])} is {better} than the reference on {row['type']} "
-                     f"queries (p {format_p(row['p'], relation=True)}, n = {row['n']}).")
-    return "\n".join(lines)

@@ -23,40 +23,26 @@ from pathlib import Path
 import pandas as pd
 
 from robustkit import methods as kit_methods
-from robustkit import resources
-from robustkit.adaptive import CRAG, SelfRAG, calibrate_thresholds
-from robustkit.alignrag import config as alignrag_config
+from robustkit import registry, resources
 from robustkit.alignrag import pipeline as alignrag_pipeline
-from robustkit.alignrag.method import SELF, AlignRAG
-from robustkit.alignrag.train import critic_generator
-from robustkit.baselines import CrossEncoderReranker, RerankedRetriever
+from robustkit.alignrag.config import AlignRAGConfig
 from robustkit.config import runs_dir
-from robustkit.corm import experiments as corm_experiments
-from robustkit.corm import pipeline as corm_pipeline
-from robustkit.corm.config import settings as corm_settings
+from robustkit.corm.config import CormConfig
+from robustkit.corm.pipeline import test_queries
 from robustkit.counterrefine import pipeline as counterrefine_pipeline
-from robustkit.counterrefine.config import settings as counterrefine_settings
-from robustkit.counterrefine.method import CounterRefine
+from robustkit.counterrefine.config import CounterRefineConfig
+from robustkit.counterrefine.data import eval_sets as counterrefine_sets
 from robustkit.fva import pipeline as fva_pipeline
-from robustkit.fva.config import settings as fva_settings
-from robustkit.fva.method import FVARAG
+from robustkit.fva.config import FVAConfig
+from robustkit.fva.data import eval_sets as fva_sets
 from robustkit.headtohead.config import HeadToHeadConfig, settings
 from robustkit.retrieval import DenseRetriever, load_embedder
 
 REFERENCE = "dense"  # every paired test compares with vanilla dense RAG
 # CoRM-RAG's rerankers and the baselines it compares them with: each reranks the scale's dense top M
 CORM_FAMILY = ("bm25", "dense", "random", "relevance-ce", "pa-ce", "llm-rerank", "corm", "corm+abstain")
-# where each method comes from (the tables' "paper" column)
-PAPERS = {"bm25": "baseline", "dense": "baseline", "random": "baseline", "relevance-ce": "baseline",
-          "pa-ce": "CoRM-RAG (baseline)", "llm-rerank": "CoRM-RAG (baseline)", "corm": "CoRM-RAG",
-          "corm+abstain": "CoRM-RAG", "self-rag": "FVA-RAG (baseline)", "crag": "FVA-RAG (baseline)",
-          "fva-rag": "FVA-RAG", "counterrefine": "CounterRefine", "self-refine": "AlignRAG (baseline)",
-          "alignrag": "AlignRAG", "fva-rag+corm": "composed (kit)", "counterrefine+corm": "composed (kit)"}
-LABELS = {**corm_experiments.METHOD_LABELS, "corm": "CoRM critic (forced)",
-          "corm+abstain": "CoRM critic + abstention", "self-rag": "Self-RAG", "crag": "CRAG",
-          "fva-rag": "FVA-RAG", "counterrefine": "CounterRefine", "self-refine": "Self-Refine",
-          "alignrag": "AlignRAG (CDA, CPO critic)", "fva-rag+corm": "FVA-RAG over the CoRM critic",
-          "counterrefine+corm": "CounterRefine over the CoRM critic"}
+PAPERS = {i: registry.paper(i) for i in registry.ids()}  # where each method comes from (the tables' "paper")
+LABELS = {i: registry.label(i) for i in registry.ids()}
 
 
 def run_dir(cfg: HeadToHeadConfig | None = None) -> Path:
@@ -70,70 +56,25 @@ def queries(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
     one row per query with ``condition`` (clean/biased), ``type`` (clean or the bias type) and the
     gold ``answers``."""
     cfg = settings(cfg)
-    table = corm_experiments.test_queries(corm_settings(cfg.scale))
+    table = test_queries(cfg.config_for(CormConfig))
     chosen = resources.sample(sorted(table["question_id"].unique()), cfg.n_questions, cfg.scale.seed)
     return table[table["question_id"].isin(set(chosen))].reset_index(drop=True)
 
 
 def system(cfg: HeadToHeadConfig | None, name: str, *, retriever=None, corpus=None):
-    """The method ``name`` (one of ``config.METHODS``) over the scale's corpus, dense retriever
-    and reader, with its own notebook's knobs; trained parts reused when staged, trained if not.
-    ``corpus`` (a user's own) replaces the scale's, searched by ``retriever`` (needed for the
-    methods outside CoRM-RAG's, which builds dense retrieval over it by default); trained parts
-    stay the scale's."""
+    """The method ``name`` (a registry id) over the scale's corpus, dense retriever and reader, with
+    the config its paper runs it with in ``cfg.configs`` (its notebook's defaults unless tuned);
+    trained parts reused when staged, trained if not. ``corpus`` (a user's own) replaces the
+    scale's, searched by ``retriever`` (needed beyond CoRM-RAG's methods, which build dense
+    retrieval over it by default); trained parts stay the scale's."""
     cfg = settings(cfg)
-    scale = cfg.scale
-    if retriever is not None and corpus is None:
-        raise ValueError("a retriever needs the corpus it searches: pass corpus= too")
-    if corpus is not None and retriever is None and name not in CORM_FAMILY:
-        raise ValueError(f"{name!r} over another corpus needs its retriever: pass retriever= too")
-    if name in CORM_FAMILY:
-        corm, over = corm_settings(scale), dict(corpus=corpus, retriever=retriever)
-        if name == "corm+abstain":  # Algorithm 1 with γ set on validation queries, never on test ones
-            return corm_experiments.method(corm, "corm", gamma=corm_experiments.gamma_at_coverage(corm, cfg.coverage),
-                                           **over)
-        return corm_experiments.method(corm, name, **over)
-    generator = resources.generator_for(scale)
-    dense, corpus = (retriever, corpus) if corpus is not None else (resources.retriever_for(scale),
-                                                                    resources.corpus_for(scale))
-    if name.endswith("+corm"):  # composed: robust evidence first (the critic reranks dense's top M), then the method
-        corm = corm_settings(scale)
-        critic = CrossEncoderReranker("corm", corm_pipeline.critic_scorer(corm, "corm"))
-        dense, name = RerankedRetriever(dense, critic, m=corm.m_inference), name.removesuffix("+corm")
-    if name in ("self-rag", "crag", "fva-rag"):
-        fva = fva_settings(scale)
-        words = fva.max_words or None
-        if name == "self-rag":
-            return SelfRAG(dense, generator, corpus, k=fva.k, max_words=words)
-        if name == "crag":  # thresholds from training questions, as FVA-RAG's runs set them
-            grader = fva_pipeline.crag_evaluator(fva)
-            lower, upper = calibrate_thresholds(dense, corpus, [q.text for q in resources.train_questions(scale)],
-                                                fva.k, evaluator=grader)
-            return CRAG(dense, generator, corpus, upper=upper, lower=lower, evaluator=grader, k=fva.k,
-                        max_words=words)
-        return FVARAG(dense, generator, corpus, fva_pipeline.adjudicator(fva), k=fva.k, m=fva.m_kill_queries,
-                      tau=fva.tau, max_words=words, draft_tokens=fva.draft_tokens, kill_tokens=fva.kill_tokens,
-                      revision_tokens=fva.revision_tokens)
-    if name == "counterrefine":  # the REVISE threshold notebook 06 calibrated on short-answer training questions
-        refine = counterrefine_settings(scale)
-        short = next(s for s in counterrefine_pipeline.eval_sets(refine) if not s.multihop)
-        threshold = counterrefine_pipeline.calibrate(refine, short)["revise_above"]
-        return CounterRefine(dense, generator, corpus, k=refine.k, max_snippets=refine.max_snippets,
-                             decoding=refine.decoding, revise_above=threshold, max_words=refine.max_words or None,
-                             draft_tokens=refine.draft_tokens, refine_tokens=refine.refine_tokens, name=name)
-    if name in ("self-refine", "alignrag"):  # AlignRAG's CDA uses its CPO-trained critic
-        align = alignrag_config.settings(scale)
-        critic = SELF if name == "self-refine" else critic_generator(align, "cpo")
-        return AlignRAG(dense, generator, corpus, critic=critic, iterations=align.iterations, k=align.k,
-                        max_words=align.max_words or scale.max_passage_words, rationale_tokens=align.rationale_tokens,
-                        answer_tokens=align.answer_tokens, critique_tokens=align.critique_tokens, name=name)
-    raise ValueError(f"unknown method {name!r}; expected one of {list(cfg.methods)}")
+    return registry.build(name, cfg.configs, corpus=corpus, retriever=retriever)
 
 
 def run(cfg: HeadToHeadConfig | None = None, asked: pd.DataFrame | None = None, *, corpus=None,
         retriever=None) -> pd.DataFrame:
     """Every method of ``cfg.methods`` on ``queries(cfg)`` — or on ``asked``, any queries table
-    (``corm.experiments.queries_for`` builds one from a user's questions and rewrites, any number
+    (``corm.pipeline.queries_for`` builds one from a user's questions and rewrites, any number
     per question) over ``corpus`` searched by ``retriever`` — scored by normalised match; one row
     per (method, query) with the method's ``paper``. Staged per method (the staged identity names
     the corpus): a finished method is read back, an interrupted run resumes at the first
@@ -159,13 +100,13 @@ TWO_HOP_COUNTERREFINE, TWO_HOP_ALIGNRAG = "two-hop, CounterRefine's reader", "tw
 BUILT_FOR = {"misconceptions": ("dense", "self-rag", "crag", "fva-rag"),
              "misconceptions + debunking": ("dense", "self-rag", "crag", "fva-rag"),
              TWO_HOP_COUNTERREFINE: ("dense", "counterrefine"),
-             TWO_HOP_ALIGNRAG: ("dense", "self-refine", "alignrag")}
+             TWO_HOP_ALIGNRAG: ("dense", "self-refine", "alignrag-cpo")}
 # why the other methods are not run on a set, by (set, method) or by method (the tables show this
 # instead of a hole)
 NOT_RUN = {
     (TWO_HOP_ALIGNRAG, "counterrefine"): f"run on these questions with its own reader ({TWO_HOP_COUNTERREFINE})",
     **{(TWO_HOP_COUNTERREFINE, m): f"run on these questions with AlignRAG's reader ({TWO_HOP_ALIGNRAG})"
-       for m in ("self-refine", "alignrag")},
+       for m in ("self-refine", "alignrag-cpo")},
     **dict.fromkeys(CORM_FAMILY[2:], "CoRM-RAG's reranker, run here on biased factual questions (sections 1-5)"),
     "bm25": "a baseline of CoRM-RAG's, run here on biased factual questions (sections 1-5)",
     "fva-rag+corm": "a composition run here on biased factual questions (section 6)",
@@ -175,7 +116,7 @@ NOT_RUN = {
     "fva-rag": "built for misconception questions (TruthfulQA)",
     "counterrefine": "its validator accepts short answers only; misconception answers are sentences",
     "self-refine": "AlignRAG's baseline, run where AlignRAG runs: short-answer questions",
-    "alignrag": "its critic learned from short-answer questions, not misconceptions",
+    "alignrag-cpo": "its critic learned from short-answer questions, not misconceptions",
 }
 
 
@@ -193,23 +134,19 @@ def built_for(cfg: HeadToHeadConfig | None = None) -> pd.DataFrame:
       CDA (CPO critic) beside AlignRAG's plain RAG as dense RAG. Both read the same corpus through
       the same retriever; each keeps its own knobs, prompts and passages."""
     cfg = settings(cfg)
-    fva = fva_settings(cfg.scale)
-    misconceptions = fva_pipeline.eval_sets(fva)[0]  # data/mini's at tiny, TruthfulQA beyond
-    judge, grader = fva_pipeline.adjudicator(fva), fva_pipeline.crag_evaluator(fva)
-    frames = [fva_pipeline.scored(fva, misconceptions, cache, judge, grader).assign(set=name)
+    fva = cfg.config_for(FVAConfig)
+    misconceptions = fva_sets(fva)[0]  # data/mini's at tiny, TruthfulQA beyond
+    frames = [fva_pipeline.scored(fva, misconceptions, cache).assign(set=name)
               for name, cache in (("misconceptions", "A"), ("misconceptions + debunking", "B"))]
-    refine = counterrefine_settings(cfg.scale)
-    two_hop = next(s for s in counterrefine_pipeline.eval_sets(refine) if s.multihop)
+    refine = cfg.config_for(CounterRefineConfig)
+    two_hop = next(s for s in counterrefine_sets(refine) if s.multihop)
     refined = counterrefine_pipeline.scored(refine, two_hop)
-    aligned = alignrag_pipeline.scored(alignrag_config.settings(cfg.scale))
+    aligned = alignrag_pipeline.scored(cfg.config_for(AlignRAGConfig))
     aligned = aligned[(aligned["dataset"] == two_hop.name)
-                      & aligned["method"].isin([alignrag_pipeline.VANILLA, "self-refine", "alignrag (cpo)"])]
-    aligned = aligned.assign(method=aligned["method"].replace({"alignrag (cpo)": "alignrag",
-                                                               alignrag_pipeline.VANILLA: "dense"}))
+                      & aligned["method"].isin(BUILT_FOR[TWO_HOP_ALIGNRAG])]
     shared = set(refined["question_id"]) & set(aligned["question_id"])
     frames += [part[part["question_id"].isin(shared)].assign(set=name)
                for part, name in ((refined, TWO_HOP_COUNTERREFINE), (aligned, TWO_HOP_ALIGNRAG))]
     rows = pd.concat(frames, ignore_index=True)
-    rows["method"] = rows["method"].replace({"vanilla": "dense", counterrefine_pipeline.BASELINE: "dense"})
     keep = [method in BUILT_FOR[name] for method, name in zip(rows["method"], rows["set"])]
     return rows[keep].assign(paper=lambda t: t["method"].map(PAPERS)).reset_index(drop=True)

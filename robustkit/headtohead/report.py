@@ -12,6 +12,7 @@ import pandas as pd
 
 from robustkit.headtohead import experiments as ex
 from robustkit.headtohead import figures
+from robustkit.headtohead import readings
 from robustkit.headtohead.config import HeadToHeadConfig, settings
 from robustkit.headtohead.pipeline import built_for, run, run_dir
 from robustkit.plots import figure_suffix, save_table
@@ -28,7 +29,7 @@ def main(cfg: HeadToHeadConfig | str | None = None) -> pd.DataFrame:
         print(table.drop(columns=["method", "paper"]).to_string(index=False))
         print(drops[drops["type"] == "all"].drop(columns=["method", "type"]).to_string(index=False))
         print(tests.drop(columns=["p"]).to_string(index=False))
-    print(ex.findings(table, drops, tests))
+    print(readings.findings(table, drops, tests))
     print("[robustkit] head to head: each method on the sets it was built for (FVA-RAG's, CounterRefine's and "
           "AlignRAG's own runs: read where staged, run now where not)", flush=True)
     sets = ex.by_set(built_for(cfg), cfg.methods)

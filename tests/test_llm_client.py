@@ -8,9 +8,8 @@ import pytest
 from robustkit.config import with_overrides
 from robustkit.llm import Generator
 from robustkit.loopback import free_port, transformers_serve
-from robustkit.models import ModelError, resolve_model
-from robustkit.served import (ServedGenerator, ServerError, ServerFeatureError, check_server,
-                              option_probabilities_from, reply_logprob, served_model,
+from robustkit.llm_client import ServedGenerator, make_generator, option_probabilities_from, reply_logprob
+from robustkit.models import (ModelError, ServerError, ServerFeatureError, check_server, resolve_model, served_model,
                               served_spec)
 
 
@@ -39,12 +38,14 @@ def test_a_served_choice_without_url_or_for_an_encoder_is_refused(monkeypatch):
 
 def test_generator_of_a_served_role_is_a_served_generator_and_contacts_nothing():
     scale = with_overrides("tiny", models={"generator": f"openai:m@http://127.0.0.1:{free_port()}/v1"})
-    gen = Generator("generator", scale)
+    gen = make_generator("generator", scale)
     assert isinstance(gen, ServedGenerator) and gen.model_id.startswith("openai:m@")
     assert resolve_model("generator", scale).source == "openai"
-    assert type(Generator("teacher", scale)) is Generator  # other roles stay in-process
+    assert type(make_generator("teacher", scale)) is Generator  # other roles stay in-process
     with pytest.raises(TypeError, match="dtype"):
-        Generator("generator", scale, dtype="float32")
+        make_generator("generator", scale, dtype="float32")
+    with pytest.raises(ValueError, match="is served.*make_generator"):  # Generator runs in-process only
+        Generator("generator", scale)
 
 
 def test_an_unreachable_server_is_named_with_the_fix():
@@ -93,8 +94,8 @@ def server():
 def served(server, tmp_path):
     from robustkit.callcache import CallCache
 
-    return Generator("generator", with_overrides("tiny", models={"generator": server}),
-                     cache=CallCache(tmp_path / "calls.sqlite"), concurrency=4)
+    return make_generator("generator", with_overrides("tiny", models={"generator": server}),
+                          cache=CallCache(tmp_path / "calls.sqlite"), concurrency=4)
 
 
 @pytest.mark.slow
@@ -134,7 +135,7 @@ def test_the_audit_of_a_served_chat_model_asks_it_closed_book(server, tmp_path):
     from robustkit.audit import ClosedBook, analyse, audit_set, run
 
     questions, rewrites = audit_set("mini", "tiny", n_questions=3)
-    served = Generator("generator", with_overrides("tiny", models={"generator": server}), cache=False)
+    served = make_generator("generator", with_overrides("tiny", models={"generator": server}), cache=False)
     results = run(ClosedBook(served, name="smollm"), questions, rewrites, name="smollm")
     local = Generator("generator", "tiny", cache=False).generate(list(results["query"]), max_new_tokens=32)
     assert results["answer"].tolist() == local
@@ -147,17 +148,17 @@ def test_a_kit_method_reads_with_a_served_reader_as_with_its_own(server, tmp_pat
     reader answers as the in-process dense RAG does (the same retrieval, prompts and greedy reader)."""
     from argparse import Namespace
 
+    from robustkit import registry
     from robustkit.audit.cli import system_under_test
+    from robustkit.config import get_scale
     from robustkit.data.mini import mini_questions
-    from robustkit.headtohead.config import settings
-    from robustkit.headtohead.pipeline import system
     from robustkit.methods import Query
 
     model, url = server.removeprefix("openai:").split("@http")
     args = Namespace(format="openai", endpoint=f"http{url}", model=model, corpus="mini", name="smollm")
     queries = [Query(q.id, q.id, q.text) for q in mini_questions("test")[:4]]
-    served = system_under_test(args, settings("tiny").scale).answer(queries)
-    local = system(settings("tiny"), "dense").answer(queries)
+    served = system_under_test(args, get_scale("tiny")).answer(queries)
+    local = registry.build("dense", "tiny").answer(queries)
     assert [a.passage_ids for a in served] == [a.passage_ids for a in local]
     assert [a.text for a in served] == [a.text for a in local]
 
@@ -182,7 +183,7 @@ def test_a_server_that_ignores_what_it_is_asked_is_refused_and_the_rest_agrees(m
         pytest.skip("set ROBUSTKIT_TEST_LLAMA_CPP_PYTHON to a Python with llama-cpp-python[server]")
     spec = resolve_model("generator", "tiny", verbose=False)
     with llama_cpp_serve(python, str(Path(spec.path) / spec.gguf_file), weights_dir(spec, "float32")) as choice:
-        served = Generator("generator", with_overrides("tiny", models={"generator": choice}), cache=False)
+        served = make_generator("generator", with_overrides("tiny", models={"generator": choice}), cache=False)
         with pytest.raises(ServerFeatureError, match=r"ignored continue_final_message.*generate"):
             served.generate([[{"role": "user", "content": "Who wrote Hamlet?"},
                               {"role": "assistant", "content": "The author of Hamlet is"}]])

@@ -3,8 +3,10 @@
 Chosen per role like any model: ``rk.start(models={"teacher": "openai:Qwen/Qwen3-14B@http://gpu:8000/v1"})``
 or ``ROBUSTKIT_MODEL_TEACHER=openai:Qwen/Qwen3-14B`` with the URL in ``$OPENAI_BASE_URL`` and the key,
 if the server wants one, in ``$OPENAI_API_KEY`` (the ``openai`` package's own conventions).
-``Generator(role)`` then returns a ``ServedGenerator``: the same three operations, the same call
-cache and manifests, with requests sent concurrently (``$ROBUSTKIT_SERVER_CONCURRENCY``, 8).
+``make_generator(role)`` then returns a ``ServedGenerator`` (and for an in-process model an
+``llm.Generator``): the same three operations, the same call cache and manifests, with requests
+sent concurrently (``$ROBUSTKIT_SERVER_CONCURRENCY``, 8). Reading the ``openai:`` choice and
+reaching its server before any work are ``models``' (``served_spec``, ``check_server``).
 
 How each operation maps onto the API:
 
@@ -36,79 +38,42 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from robustkit import memo
-from robustkit.callcache import CallCache
+from robustkit.callcache import CallCache, call_key
 from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
-from robustkit.llm import DEFAULT_SYSTEM, Prompt, _check_call, _check_strings, _cut_at_stop, _key, chat_messages
-from robustkit.models import (ModelError, ModelSpec, ServerError, ServerFeatureError, auto_tokenizer,
-                              resolve_model)
+from robustkit.llm import (DEFAULT_SYSTEM, Generator, Prompt, chat_messages, check_prompts, check_strings,
+                           cut_at_stop)
+from robustkit.models import (SERVED_PREFIX, ModelError, ModelSpec, ServerError, ServerFeatureError,
+                              auto_tokenizer, check_server, chosen_models, resolve_model, served_model)
 
-PREFIX = "openai:"
 TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default cap too
-SERVED_ROLES = ("generator", "teacher", "adversary", "critic")
 CONTINUE = "continue_final_message (continuing a prefilled assistant reply)"
 ECHO = "echo with logprobs on /v1/completions"
 # (server URL, served model, feature) → probed and found to work, once per process
-_VERIFIED = memo.holding("served._VERIFIED", {})
+_VERIFIED = memo.holding("llm_client._VERIFIED", {})
 _VERIFYING = threading.Lock()
 
 
-def served_spec(role: str, choice: str) -> ModelSpec:
-    """``openai:<model>[@<base url>]`` as a ModelSpec (source ``openai``, path = the base URL)."""
-    if role not in SERVED_ROLES:
-        raise ModelError(f"{role} model {choice!r}: only the chat LM roles {SERVED_ROLES} can be served "
-                         "over the OpenAI API; the kit runs the encoders and cross-encoders itself")
-    model, url = _split(choice)
-    url = (url or os.environ.get("OPENAI_BASE_URL", "")).strip().rstrip("/")
-    if not model.strip():
-        raise ModelError(f"{role} model {choice!r} names no model; write openai:<served model name>@<base url>")
-    if not url.startswith(("http://", "https://")):
-        raise ModelError(f"{role} model {choice!r} has no server URL; write openai:{model}@http://host:port/v1 "
-                         "or set OPENAI_BASE_URL")
-    return ModelSpec(role, f"{PREFIX}{model.strip()}@{url}", url, "openai")
+def make_generator(role: str = "generator", scale: Scale | str | None = None, *,
+                   spec: ModelSpec | None = None, **options) -> Generator | ServedGenerator:
+    """The generator for ``role`` at ``scale``, wherever its model runs: a ``ServedGenerator`` for a
+    served model (``spec``'s source ``openai``, or the user's ``openai:<model>@<url>`` choice for
+    the role), else an in-process ``llm.Generator``. ``options`` go to that class.
 
-
-def served_model(spec: ModelSpec) -> str:
-    """The model name the server knows."""
-    return _split(spec.name)[0].strip()
-
-
-def _split(choice: str) -> tuple[str, str]:
-    """``openai:<model>@<url>`` -> (model, url); the URL starts at the first ``@http``, so that
-    neither a model name nor a URL's credentials are cut at another ``@``."""
-    model, found, url = choice.removeprefix(PREFIX).partition("@http")
-    return model, (f"http{url}" if found else "")
-
-
-def check_server(spec: ModelSpec, timeout: float = 10.0) -> dict:
-    """Reach the server before any work: its model list (GET /v1/models) and, where it says, its version."""
-    import httpx
-
-    try:
-        listed = httpx.get(f"{spec.path}/models", timeout=timeout, headers=_auth()).json()
-    except (httpx.HTTPError, ValueError) as err:
-        raise ServerError(f"the {spec.role} server at {spec.path} does not answer GET /models "
-                          f"({type(err).__name__}: {err}); start it (e.g. `vllm serve {served_model(spec)}`) "
-                          f"or fix the URL in ROBUSTKIT_MODEL_{spec.role.upper()} / OPENAI_BASE_URL") from None
-    served = [m.get("id") for m in listed.get("data", [])] if isinstance(listed, dict) else []
-    version = None
-    try:  # vLLM and SGLang say their version at the server's root; the OpenAI API has no such route
-        version = httpx.get(f"{spec.path.removesuffix('/v1')}/version", timeout=timeout).json().get("version")
-    except (httpx.HTTPError, ValueError, AttributeError):
-        pass
-    return {"role": spec.role, "model": spec.name, "source": "openai", "kind": "chat LM",
-            "server": spec.path, "served_models": served, "server_version": version}
-
-
-def _auth() -> dict:
-    key = os.environ.get("OPENAI_API_KEY", "")
-    return {"Authorization": f"Bearer {key}"} if key else {}
+    Example:
+        >>> scale = rk.with_overrides("tiny", models={"teacher": "openai:Qwen/Qwen3-14B@http://gpu:8000/v1"})
+        >>> type(make_generator("teacher", scale)).__name__, type(make_generator("generator", scale)).__name__
+        ('ServedGenerator', 'Generator')
+    """
+    served = spec.source == "openai" if spec else \
+        chosen_models(get_scale(scale)).get(role, "").strip().startswith(SERVED_PREFIX)
+    return (ServedGenerator if served else Generator)(role, scale, spec=spec, **options)
 
 
 class ServedGenerator:
     """``Generator``'s interface over an OpenAI-compatible server (see the module's docstring).
 
     Example:
-        >>> gen = Generator("generator")   # with ROBUSTKIT_MODEL_GENERATOR=openai:Qwen/Qwen3-8B@http://localhost:8000/v1
+        >>> gen = make_generator("generator")   # with ROBUSTKIT_MODEL_GENERATOR=openai:Qwen/Qwen3-8B@http://localhost:8000/v1
         >>> gen.generate(["Who wrote Hamlet?"], max_new_tokens=8)
         ['William Shakespeare']
     """
@@ -171,8 +136,8 @@ class ServedGenerator:
                  progress: bool | None = None, desc: str = "generating") -> list[str]:
         """Greedy completions (chat completions at temperature 0), in order, from the cache where possible."""
         check_knob("max_new_tokens", max_new_tokens, integer=True, low=1)
-        _check_strings("stop", stop, 'e.g. stop=("\\n",) ends at a line break; stop=() decodes up '
-                                     "to max_new_tokens")
+        check_strings("stop", stop, 'e.g. stop=("\\n",) ends at a line break; stop=() decodes up '
+                                    "to max_new_tokens")
         params = {"max_new_tokens": max_new_tokens, "stop": list(stop), "decoding": "greedy"}
 
         def ask(messages):
@@ -184,7 +149,7 @@ class ServedGenerator:
                                   extra_body=_continuation_flags(True) if continued else None,
                                   feature=CONTINUE if continued else None)
             text = _field(reply, "choices[0].message.content", lambda r: r.choices[0].message.content)
-            return _cut_at_stop(text, stop).strip()
+            return cut_at_stop(text, stop).strip()
 
         return self._cached_calls(prompts, params, ask, batch_size, progress, desc, store=str, load=str)
 
@@ -193,7 +158,7 @@ class ServedGenerator:
                              desc: str = "scoring") -> list[list[float]]:
         """P(option | prompt) renormalised over ``options``, from the first reply token's top
         log-probabilities; each option is read as the longest returned token it starts with."""
-        _check_strings("options", options, 'e.g. options=("yes", "no")')
+        check_strings("options", options, 'e.g. options=("yes", "no")')
 
         def ask(messages):
             reply = self._request("option_probabilities", "chat.completions", messages=messages, max_tokens=1,
@@ -218,7 +183,7 @@ class ServedGenerator:
         """log P(continuation | prompt), the continuation read as the assistant's reply: the
         conversation is rendered here with the served model's chat template and sent to
         /v1/completions with ``echo`` so that the server returns the prompt's token log-probabilities."""
-        _check_call(prompts, batch_size)
+        check_prompts(prompts, batch_size)
         if isinstance(continuations, str) or len(continuations) != len(prompts):
             raise ValueError("continuations must be a list of strings, one per prompt")
         tokenizer = self._tokenizer()
@@ -336,13 +301,13 @@ class ServedGenerator:
         """``ask`` each uncached prompt, ``concurrency`` requests at a time, committing each chunk
         of ``batch_size`` to the cache as it finishes (an interrupted run keeps every finished chunk)."""
         if not rendered:
-            _check_call(prompts, batch_size)
+            check_prompts(prompts, batch_size)
         if not prompts:
             return []
         params = json.dumps({**params, "backend": "openai"}, sort_keys=True)
         payloads = prompts if rendered else [self.messages(p) for p in prompts]
         texts = [p if rendered else json.dumps(p, sort_keys=True) for p in payloads]
-        keys = [_key(self.model_id, text, params) for text in texts]
+        keys = [call_key(self.model_id, text, params) for text in texts]
         done = {k: load(v) for k, v in (self.cache.get_many(keys) if self.cache is not None else {}).items()}
         todo = list({k: (t, p) for k, t, p in zip(keys, texts, payloads) if k not in done}.items())
         self.hits += len(keys) - len(todo)
