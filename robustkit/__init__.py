@@ -16,8 +16,9 @@ memo (the owner of every in-process cache) — is shared; each method lives in i
 only the core. On top: ``registry`` builds any method by one id, ``headtohead/`` composes them all
 (notebook 08), ``serve`` exposes a kit method as an OpenAI-compatible endpoint, ``audit`` measures
 any RAG system under biased questions, ``doctor`` and ``bench`` check and time every method.
-``llm_client`` runs a chat LM role on an OpenAI-compatible server. Submodules load on first use, so
-``import robustkit`` is cheap.
+``llm_client`` runs a chat LM role on an OpenAI-compatible server. ``course`` checks a notebook's
+written-out core against the package (``same``) and an exercise's guess (``check``). Submodules
+load on first use, so ``import robustkit`` is cheap.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = ("adaptive", "alignrag", "artifacts", "audit", "baselines", "bench", "callcache",
-               "config", "corm", "counterrefine", "crossencoder", "data", "device", "doctor", "fva",
+               "config", "corm", "counterrefine", "course", "crossencoder", "data", "device", "doctor", "fva",
                "gap", "headtohead", "judges", "llm", "llm_client", "locks", "loopback", "memo", "methods",
                "metrics", "models", "nli", "paths", "plots", "qa_sets", "reader", "registry",
                "resources", "retrieval", "run_times", "serve", "session", "timings",
