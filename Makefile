@@ -7,8 +7,9 @@ VENV    ?= .venv
 BIN     := $(VENV)/bin
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 SCALE   ?= tiny
+BOOK_OUT ?= _build/book
 
-.PHONY: setup run test test-fast bench lab check-data clean
+.PHONY: setup run test test-fast bench lab book check-data clean
 
 setup: $(VENV)/.ready
 
@@ -37,8 +38,14 @@ bench: setup
 lab: setup
 	$(OFFLINE) $(BIN)/jupyter lab notebooks/
 
+# -W --keep-going: a broken link or a missing page fails the build, every one of them reported;
+# --all: every page rebuilt (seconds), so a change to book/ reaches pages whose source did not change
+book: setup
+	$(BIN)/jupyter-book build . --config book/_config.yml --toc book/_toc.yml --path-output $(BOOK_OUT) \
+		-W --keep-going --all
+
 check-data: setup
 	$(BIN)/python -m robustkit.data check data/mini
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache _build

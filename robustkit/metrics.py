@@ -264,6 +264,22 @@ def separation_auc(positive: Sequence[float], negative: Sequence[float]) -> floa
     return float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
 
 
+def extreme_names(values, best: str = "max", labels: dict | None = None) -> str:
+    """Who holds the highest (``best="max"``) or lowest (``"min"``) value of a pandas Series, as a
+    phrase that names every tie: "corm", or "corm, pa-ce and relevance-ce, tied" — where
+    ``idxmax`` would name one of them as if it stood alone. ``labels`` maps an index label to the
+    name shown (e.g. a method id to its label); a label it lacks is shown as it is."""
+    if best not in ("max", "min"):
+        raise ValueError(f"best must be 'max' or 'min', got {best!r}")
+    if len(values) == 0:
+        raise ValueError("extreme_names needs at least one value, got none")
+    target = values.max() if best == "max" else values.min()
+    names = [(labels or {}).get(label, label) for label, value in values.items() if value == target]
+    if len(names) == 1:
+        return names[0]
+    return f"{', '.join(names[:-1])} and {names[-1]}, tied"
+
+
 def format_p(p: float, relation: bool = False) -> str:
     """A p-value for a table ("0.0312", or "< 1e-4" below that — never "0"); with ``relation``,
     for a sentence ("= 0.0312" / "< 1e-4")."""

@@ -3,10 +3,11 @@
     scale = rk.session.start(seed=0, models={"generator": "Qwen/Qwen2.5-0.5B-Instruct"})
 
 (``rk.start(seed=0, notebook="04")``, every notebook's first call, adds the notebook's expected
-time from ``robustkit.timings``.) ``start`` settles the scale (with the user's model choices and the one seed), checks every
-role's model before any work (``models.check_models``), seeds python, numpy and torch, sets the
-plot style and prints the device (GPU name, memory, compute capability), the dtype and the
-mixed precision, the scale's sizes and where runs and figures go.
+time from ``robustkit.timings``.) ``start`` settles the scale (with the user's model choices and
+the one seed), checks every role's model before any work (``models.check_models``), seeds python,
+numpy and torch, sets the plot style and pandas' table display, and prints the device (GPU name,
+memory, compute capability), the dtype and the mixed precision, the scale's sizes and where runs
+and figures go.
 """
 from __future__ import annotations
 
@@ -34,8 +35,18 @@ def start(seed: int = 0, scale: str | config.Scale | None = None, *,
     checked = check_models(chosen)
     config.set_seed(seed)
     plots.set_style(inline=True)
+    set_table_display()
     print(report(chosen, checked))
     return chosen
+
+
+def set_table_display() -> None:
+    """Tables a student reads: two decimals (accuracies are in points, CIs from a handful of
+    questions support no more), and rows wide enough that a table does not wrap at 80 characters."""
+    import pandas as pd
+
+    pd.set_option("display.precision", 2)
+    pd.set_option("display.width", 120)
 
 
 def report(scale: config.Scale, checked: list[dict]) -> str:

@@ -235,20 +235,31 @@ def test_figures_save_exactly_what_they_plot(results, tmp_path, monkeypatch):
 
 
 def test_figures_without_paper_values_say_so_and_draw_no_diamond(results):
-    """paper.py has no values for Figs. 3, 4 and 6: each legend says so, and no ◆ is drawn;
+    """The kit records no paper numbers for Figs. 3, 4 and 6: each legend says so, and no ◆ is drawn;
     Table 1 and Fig. 2, which have them, carry no such note."""
     for figure, fig in (("Fig. 3", figures.plot_iterations(ex.iterations(results), "tiny", name=None)),
                         ("Fig. 4", figures.plot_informative(ex.informative_vs_noisy(results), "tiny", name=None)),
                         ("Fig. 6", figures.plot_ablation(ex.ablation(results), "tiny", name=None))):
         legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
         assert legend[-1] == figures.NO_PAPER_VALUES.format(figure) == \
-            f"paper: no published values\nfor {figure} in paper.py — none drawn"
+            f"paper: no numbers printed\nfor {figure} — none drawn"
         assert not [c for ax in fig.axes for c in ax.collections if isinstance(c, PathCollection)]  # no ◆
         assert not [t for ax in fig.axes for t in ax.texts]  # no paper number printed either
         plt.close(fig)
     for fig in (figures.plot_table1(ex.table1(results), "tiny", name=None),
                 figures.plot_ood_drop(ex.ood_drop(results), "tiny", name=None)):
         legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-        assert not [t for t in legend if "no published values" in t] and any(t.startswith("paper") for t in legend)
-        assert [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
+        assert not [t for t in legend if "no numbers printed" in t] and any(t.startswith("paper") for t in legend)
+        assert [c for ax in fig.axes for c in ax.collections if isinstance(c, PathCollection)]
         plt.close(fig)
+
+
+def test_fig2_draws_the_papers_values_on_an_axis_of_their_own(results):
+    """The paper's OOD values are read off its figure in that figure's units: they get the
+    right-hand axis, never the kit's accuracy-points axis."""
+    fig = figures.plot_ood_drop(ex.ood_drop(results), "tiny", name=None)
+    kit_axis, paper_axis = fig.axes
+    assert not [c for c in kit_axis.collections if isinstance(c, PathCollection)]
+    assert [c for c in paper_axis.collections if isinstance(c, PathCollection)]
+    assert "its units" in paper_axis.get_ylabel() and "points" in kit_axis.get_ylabel()
+    plt.close(fig)

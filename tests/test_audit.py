@@ -113,3 +113,25 @@ def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(method, tmp_pat
     paths = write_report(results, tables, tmp_path / "report", system=method, endpoint=url, scale="tiny", source="mini")
     assert f"{tables['accuracy'].iloc[0]['accuracy']:.1f}%" in paths["md"].read_text()
     assert len(json.loads(paths["json"].read_text())["calls"]) == len(results) == 8 * 4
+
+
+def test_the_report_figure_pairs_each_bias_type_with_clean_and_its_csv_holds_both_panels(tmp_path):
+    """Two unpaired intervals can overlap while the paired drop clears zero: the figure's right
+    panel draws the paired drop per bias type with its McNemar p, and the CSV holds both panels."""
+    from robustkit.audit import analyse, write_report
+
+    rows = []
+    for i in range(12):
+        for kind, correct in (("clean", 1.0), ("false_premise", float(i % 4 == 0))):
+            rows.append({"method": "s", "query_id": f"q{i}|{kind}", "question_id": f"q{i}", "type": kind,
+                         "condition": "clean" if kind == "clean" else "biased", "query": f"q{i} {kind}",
+                         "answers": ["Paris"], "answer": "Paris" if correct else "Lyon", "correct": correct,
+                         "abstained": False, "model_calls": 1, "retrieval_calls": 1, "latency_s": 0.0,
+                         "wrong_entity": None, "premise_ids": [], "trace": {"passages": []}})
+    results = pd.DataFrame(rows)
+    paths = write_report(results, analyse(results), tmp_path, system="s", endpoint="http://x", scale="tiny",
+                         source="mini")
+    plotted = pd.read_csv(paths["csv"])
+    assert plotted.groupby("panel").size().to_dict() == {"accuracy": 2, "paired drop": 1}
+    drop = plotted[plotted["panel"] == "paired drop"].iloc[0]
+    assert drop["type"] == "false_premise" and round(drop["drop"], 1) == 75.0 and drop["drop CI low"] > 0

@@ -87,6 +87,22 @@ def test_table1_and_gap():
     assert table.loc["corm", "clean accuracy"] == 75.0 and table.loc["corm", "biased accuracy"] == 50.0
     assert table.loc["corm", "robustness gap"] == 25.0
     assert table.loc["relevance-ce", "biased accuracy"] == 25.0
+    # both conditions carry a CI, and the figure draws both (error bars on the clean bars too)
+    corm = table.loc["corm"]
+    assert corm["clean CI low"] <= corm["clean accuracy"] <= corm["clean CI high"]
+    assert corm["biased CI low"] <= corm["biased accuracy"] <= corm["biased CI high"]
+    from robustkit.corm import figures
+    import matplotlib.pyplot as plt
+
+    fig = figures.plot_table1(ex.table1(_results()), scale="tiny", name=None)
+    bars = [c for c in fig.axes[0].containers if hasattr(c, "errorbar") and c.errorbar is not None]
+    assert len(bars) == 2  # clean and biased bars, each with its error bars
+    plt.close(fig)
+
+
+def test_recall_table_carries_a_ci_that_resamples_questions():
+    recall = ex.recall_table(_results(), methods=("corm",)).set_index("k")
+    assert (recall["CI low"] <= recall["recall"]).all() and (recall["recall"] <= recall["CI high"]).all()
 
 
 def test_risk_coverage_and_paired_ranks():
@@ -118,11 +134,24 @@ def test_recall_table_counts_only_queries_with_gold():
     assert recall.set_index("k").loc[2, "recall"] == 1.0
 
 
-def test_widgets_build():
+def test_an_explorer_is_a_widget_live_and_its_opening_state_in_a_static_view():
     from robustkit import widgets
 
-    box = widgets.gamma_explorer(_results(), "corm")
-    assert box.children[0].description == "γ"
+    explorer = widgets.gamma_explorer(_results(), "corm")
+    assert explorer.widget.children[0].description == "γ"
+    bundle = explorer._repr_mimebundle_()
+    # a live frontend renders the widget; GitHub, nbviewer and the course site fall back to the HTML
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.widget.model_id
+    assert "VBox" not in bundle["text/plain"]
+    for view in (bundle["text/plain"], bundle["text/html"]):
+        assert "γ explorer (corm, biased), as it opens" in view and "coverage 100.0%" in view
+    explorer.widget.children[0].value = 0.99  # moving the slider re-renders; the static view stays the opening
+    assert "coverage 100.0%" in explorer._repr_mimebundle_()["text/html"]
+    # opened at a γ (the notebook's, chosen on validation questions) the static view shows that state:
+    # S[0] = .9, .8 answered (both right), .3 and .1 declined
+    opened = widgets.gamma_explorer(_results(), "corm", gamma=0.5)._repr_mimebundle_()["text/plain"]
+    assert "coverage 50.0% (2/4), selective accuracy 100.0%" in opened
+    assert "abstains on 2" in opened and "biased 2" in opened and "biased 3" in opened
 
 
 def test_tiny_test_set_rotates_one_rewrite_per_question():

@@ -40,8 +40,12 @@ def test_risk_coverage_says_whether_the_confidence_is_a_risk_signal():
                               "acc@80%": 0.706, "acc@50%": 0.762, "n": 42}])
     text = readings.risk_coverage(coverage).splitlines()
     assert text[0] == ("corm: 59.5% answering all, 61.8% at 80% coverage, 59.0% at 50% (n = 42); AURC 0.465 against "
-                       "0.405 for a random confidence — not below: its most confident answers are no more often "
-                       "right than a random draw.")
+                       "0.405 for a random confidence — not below: over the whole curve its confidence orders its "
+                       "answers no better than chance.")
+    # not below chance overall, yet its top half right more often: the sentence says both
+    top_half = coverage.assign(**{"acc@50%": [0.667, 0.762]})
+    assert readings.risk_coverage(top_half).splitlines()[0].endswith(
+        "no better than chance, though its most confident half is right 7.2 points more often than answering all.")
     assert "0.333 against 0.357 for a random confidence — below" in text[1]
     assert text[2] == (f"Paper (CoRM-RAG): {100 * paper.FULL_COVERAGE:.1f} → {100 * paper.RISK_COVERAGE[0][1]:.1f} → "
                        f"{100 * paper.RISK_COVERAGE[1][1]:.1f}%.")
@@ -61,6 +65,10 @@ def test_ablation_reports_only_the_left_out_type_with_its_interval_and_the_paper
     assert lines[0] == (f"Without false_premise: +0.0 points on false_premise queries (95% CI -14.3 to +14.3, "
                         f"n = 14, includes zero); paper {without - full:+.1f}.")
     assert "includes zero" not in lines[1]
+    # every question unchanged: a degenerate interval is said as such, not printed as "+0.0 to +0.0"
+    unchanged = changes.assign(**{"change CI low": 0.0, "change CI high": 0.0, "change": 0.0})
+    assert readings.ablation(unchanged).splitlines()[0].startswith(
+        "Without false_premise: +0.0 points on false_premise queries (no query's outcome changed, n = 14)")
 
 
 def test_sensitivity_says_when_intervals_do_not_overlap():
@@ -93,6 +101,8 @@ def test_label_and_rank1_findings_read_their_tables():
     assert "dense: a premise-matching passage first for 42.9%" in text
     assert "premise-matching first 7.1–11.9%, gold first 73.8–78.6%" in text
     assert "corm: premise-matching 7.1% (lowest: corm), gold 73.8% (highest: warm-start)" in text
+    tied = top1.assign(**{"premise-matching at rank 1 (%)": [42.9, 7.1, 7.1]})
+    assert "(lowest: warm-start and corm, tied)" in readings.rank1_findings(tied)
     assert "one query moves a share by 2.4 points" in text
 
 

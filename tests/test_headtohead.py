@@ -5,6 +5,7 @@ import pytest
 from robustkit.headtohead import experiments as ex
 from robustkit.headtohead import readings
 from robustkit.headtohead.config import METHODS, settings
+from robustkit.headtohead.pipeline import LABELS
 
 
 def _results():
@@ -75,6 +76,10 @@ def test_findings_state_n_the_reference_and_the_number_of_comparisons():
     text = readings.findings(ex.summary(results), ex.robustness(results), ex.significance(results))
     assert "3 questions, 6 queries per method" in text
     assert "3 comparisons" in text and "0 below 0.05 uncorrected" in text
+    # BM25 answers as dense does: the largest drop is theirs together, and the sentence names both
+    both = pd.concat([results, results[results["method"] == "dense"].assign(method="bm25")], ignore_index=True)
+    text = readings.findings(ex.summary(both), ex.robustness(both), ex.significance(both))
+    assert f"Largest drop from clean to biased: {LABELS['dense']} and {LABELS['bm25']}, tied, +66.7 points" in text
 
 
 def test_config_refuses_unknown_methods_and_a_run_without_the_reference():

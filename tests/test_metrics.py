@@ -340,3 +340,17 @@ def test_paired_tests_refuses_what_would_make_pairs_dependent_or_empty():
                                                     "correct": 1}])
     with pytest.raises(ValueError, match="'ref' and 'a' share no question_id"):
         metrics.paired_tests(disjoint, "ref")
+
+
+def test_extreme_names_names_every_tie_and_maps_labels():
+    import pandas as pd
+
+    from robustkit.metrics import extreme_names
+
+    shares = pd.Series({"relevance-ce": 9.5, "pa-ce": 9.5, "corm": 9.5, "random": 14.3})
+    assert extreme_names(shares, "min") == "relevance-ce, pa-ce and corm, tied"
+    assert extreme_names(shares) == "random"
+    assert extreme_names(shares, "max", {"random": "random order"}) == "random order"
+    assert extreme_names(pd.Series({"a": 1.0, "b": 1.0}), "max") == "a and b, tied"
+    with pytest.raises(ValueError, match="'max' or 'min'"):
+        extreme_names(shares, "lowest")

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 GLOSSARY = ROOT / "docs" / "glossary.md"
 GLOSSARY_LINK = re.compile(r"\(https://github\.com/robustkit/robustkit/blob/main/docs/glossary\.md#([^)\s]+)\)")
-SOLUTION_METADATA = {"tags": ["solution"], "cellView": "form",
+# collapsed in Jupyter (jupyter), Colab (cellView) and on the course site (the hide-cell tag)
+SOLUTION_METADATA = {"tags": ["solution", "hide-cell"], "cellView": "form",
                      "jupyter": {"source_hidden": True, "outputs_hidden": True}}
 
 
@@ -99,3 +100,44 @@ def test_github_slugs_as_github_makes_them():
     assert _github_slug(" NDCG@3") == "ndcg3"
     assert _github_slug("AURC and E-AURC") == "aurc-and-e-aurc"
     assert _github_slug("The papers' methods") == "the-papers-methods"
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.~])(?:/(?:home|root|tmp|work|Users|opt|usr|var|private|mnt|content)/|[A-Z]:\\\\)")
+PROGRESS_BAR = re.compile(r"\d+%\|")  # tqdm's "answering:  40%|████" (a frozen bar, in a saved output)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_committed_outputs_hold_no_machine_path_and_no_progress_bar(path):
+    """A committed output is read on GitHub, on the course site and by every student: a path of the
+    machine that ran it (its home, a checkout, site-packages) says nothing to them and leaks it,
+    and a progress bar saved mid-run shows a count that stopped (CI runs with ROBUSTKIT_PROGRESS=0)."""
+    for number, cell in enumerate(json.loads(path.read_text())["cells"]):
+        for output in cell.get("outputs", []):
+            assert "application/vnd.jupyter.widget-view+json" not in output.get("data", {}) \
+                or "text/html" in output["data"], f"{path.name} cell {number}: a widget with no static view"
+            texts = [output.get("text", "")] + [output.get("data", {}).get(kind, "")
+                                                for kind in ("text/plain", "text/html", "text/markdown")]
+            texts += output.get("traceback", [])
+            for text in map("".join, texts):
+                found = MACHINE_PATH.search(text)
+                assert not found, f"{path.name} cell {number}: a machine path in its output: " \
+                                  f"{text[max(0, found.start() - 60):found.end() + 60]!r}"
+                assert not PROGRESS_BAR.search(text), f"{path.name} cell {number}: a progress bar in its output"
+
+
+def test_the_machine_path_check_catches_what_it_should():
+    assert MACHINE_PATH.search("saved to /work/shared/datasets/simpleqa/test.csv")
+    assert MACHINE_PATH.search("File /usr/lib/python3.11/site-packages/x.py")
+    assert not MACHINE_PATH.search("runs → ../runs, figures → ../figures; see data/mini/questions.jsonl")
+    assert not MACHINE_PATH.search("~/.cache/robustkit and https://github.com/robustkit/robustkit/tmp/x")
+    assert PROGRESS_BAR.search("answering:   0%|          | 0/168 [00:00<?, ?it/s]")
+    assert not PROGRESS_BAR.search("accuracy 40% | CI 20–60%")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_links_work_where_the_notebook_is_opened(path):
+    """A notebook is opened on Colab, on GitHub and copied alone into a course's empty folder:
+    a relative link (../figures/…) leads nowhere there, so links name the repository."""
+    relative = [link for cell in _cells(path) if cell["cell_type"] == "markdown"
+                for link in re.findall(r"\]\((\.\.?/[^)]*)\)", cell["source"])]
+    assert not relative, f"{path.name}: relative links {relative}"

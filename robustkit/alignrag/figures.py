@@ -20,7 +20,7 @@ METHOD_COLOURS = dict(zip(METHODS, ["#BBBBBB", "#8C8C8C", "#DD8452", "#937860", 
 RETRIEVAL_COLOURS = {"informative": "#55A868", "noisy": "#C44E52"}
 CRITICS = ("cft", "w/o ccs", "cpo")  # the trained critics of a training-curves table
 _BARS = ["accuracy", "CI low", "CI high", "n"]
-NO_PAPER_VALUES = "paper: no published values\nfor {} in paper.py — none drawn"
+NO_PAPER_VALUES = "paper: no numbers printed\nfor {} — none drawn"
 
 
 def plot_table1(table: pd.DataFrame, scale: str, name: str | None = "alignrag_table1"):
@@ -52,7 +52,8 @@ def plot_table1(table: pd.DataFrame, scale: str, name: str | None = "alignrag_ta
 
 def plot_ood_drop(table: pd.DataFrame, scale: str, name: str | None = "alignrag_fig2_ood"):
     """Fig. 2: in-domain − out-of-domain accuracy per method (points, bars with 95% CIs); the
-    paper's drops as ◆ beside the methods they map onto."""
+    paper's values as ◆ beside the methods they map onto, on an axis of their own: they are read
+    off the paper's figure in its units, not accuracy points (``paper.OOD_DROP``)."""
     _require(table, ["method", "drop", "CI low", "CI high", "n_in", "n_out", "source"], "plot_ood_drop")
     set_style()
     kit, published = table[table["source"] == "kit"], table[table["source"] == "paper"]
@@ -63,12 +64,19 @@ def plot_ood_drop(table: pd.DataFrame, scale: str, name: str | None = "alignrag_
     ax.bar(x, rows["drop"], 0.6, color=[METHOD_COLOURS[m] for m in methods])
     ax.errorbar(x, rows["drop"], yerr=[rows["drop"] - rows["CI low"], rows["CI high"] - rows["drop"]],
                 fmt="none", ecolor="black", capsize=3, lw=1)
-    # beside the bar, not on it, so the kit's error bar stays readable
-    _diamonds(ax, x + 0.36, published.set_index("method").reindex(methods)["drop"], "paper (its figure's points)")
+    # beside the bar, not on it, so the kit's error bar stays readable; on the right-hand axis,
+    # since the paper's numbers are in its figure's own units
+    paper_ax = ax.twinx()
+    paper_values = published.set_index("method").reindex(methods)["drop"]
+    _diamonds(paper_ax, x + 0.36, paper_values, "paper (right axis: its Fig. 2's own units)")
+    paper_ax.set_ylim(0, 1.25 * paper_values.max() if paper_values.notna().any() else 1)
+    paper_ax.set_ylabel("paper's Fig. 2 value (its units)", color=PAPER)
+    paper_ax.grid(False)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, methods, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("in-domain − out-of-domain (points)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.set_ylabel("kit: in-domain − out-of-domain accuracy (points)")
+    handles, labels = paper_ax.get_legend_handles_labels()
+    ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.12, 1), frameon=False)
     ax.set_title(f"AlignRAG Fig. 2 — in − out-of-domain accuracy, bars with 95% CIs (scale {scale}, n = {int(kit['n_in'].max())} in-domain, "
                  f"{int(kit['n_out'].max())} out-of-domain questions)", fontsize=10)
     _save(fig, name, table[["method", "drop", "CI low", "CI high", "n_in", "n_out", "source"]])

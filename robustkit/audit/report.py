@@ -16,20 +16,37 @@ from robustkit.artifacts import atomic_write_text, json_ready
 from robustkit.plots import KIT, set_style
 
 
-def plot_accuracy(accuracy: pd.DataFrame, *, system: str, scale: str):
-    """Accuracy per condition, 95% CIs over questions; the clean bar first."""
+def plot_accuracy(accuracy: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame, *, system: str, scale: str):
+    """Left, accuracy per condition (the clean row first); right, the paired drop from clean per
+    bias type with its exact McNemar p. Both with 95% CIs over questions: two unpaired intervals
+    can overlap while the paired drop clears zero, which only the right panel shows."""
     set_style()
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.2), width_ratios=[1, 1], layout="constrained")
     y = np.arange(len(accuracy))
-    ax.errorbar(accuracy["accuracy"], y, fmt="o", color=KIT, capsize=3,
-                xerr=[accuracy["accuracy"] - accuracy["CI low"], accuracy["CI high"] - accuracy["accuracy"]])
-    ax.set_yticks(y, [f"{c} (n = {n})" for c, n in zip(accuracy["condition"], accuracy["queries"])])
-    ax.invert_yaxis()
-    ax.set(xlabel="accuracy (%)", xlim=(-2, 102))
-    ax.set_title(f"Robustness audit of {system}, scale {scale}: {int(accuracy['questions'].max())} questions\n"
+    left.errorbar(accuracy["accuracy"], y, fmt="o", color=KIT, capsize=3,
+                  xerr=[accuracy["accuracy"] - accuracy["CI low"], accuracy["CI high"] - accuracy["accuracy"]])
+    left.set_yticks(y, [f"{c} (n = {n})" for c, n in zip(accuracy["condition"], accuracy["queries"])])
+    left.invert_yaxis()
+    left.set(xlabel="accuracy (%)", xlim=(-2, 102), title="accuracy per condition")
+    paired = tests[["vs", "p (exact McNemar)"]].merge(drops, left_on="vs", right_on="type")  # the left's order
+    y = np.arange(len(paired))
+    right.errorbar(paired["drop"], y, fmt="o", color=KIT, capsize=3,
+                   xerr=[paired["drop"] - paired["drop CI low"], paired["drop CI high"] - paired["drop"]])
+    right.axvline(0, color="black", lw=0.8)
+    right.set_yticks(y, [f"{t}\n(p {p})" for t, p in zip(paired["type"], paired["p (exact McNemar)"])], fontsize=8)
+    right.invert_yaxis()
+    right.set(xlabel="clean − biased accuracy, paired by question (points)",
+              title=f"paired drop from clean (exact McNemar; {len(tests)} tests)")
+    fig.suptitle(f"Robustness audit of {system}, scale {scale}: {int(accuracy['questions'].max())} questions, "
                  "95% bootstrap CIs over questions", fontsize=10)
-    fig.tight_layout()
     return fig
+
+
+def plotted(tables: dict) -> pd.DataFrame:
+    """What ``plot_accuracy`` draws, one row per point, ``panel`` naming its panel."""
+    drops = tables["drops"][tables["drops"]["type"] != "all"]
+    return pd.concat([tables["accuracy"].assign(panel="accuracy"), drops.assign(panel="paired drop")],
+                     ignore_index=True)
 
 
 def findings(tables: dict) -> str:
@@ -49,16 +66,16 @@ def findings(tables: dict) -> str:
 
 def write(results: pd.DataFrame, tables: dict, out: Path, *, system: str, endpoint: str, scale: str,
           source: str) -> dict[str, Path]:
-    """``audit.md``, ``audit.html``, ``audit.png`` + ``audit.csv`` (the plotted accuracy) and
+    """``audit.md``, ``audit.html``, ``audit.png`` + ``audit.csv`` (what the figure plots) and
     ``audit.json`` (every call) under ``out``."""
     out = Path(out)
-    fig = plot_accuracy(tables["accuracy"], system=system, scale=scale)
+    fig = plot_accuracy(tables["accuracy"], tables["drops"], tables["tests"], system=system, scale=scale)
     png = io.BytesIO()
     fig.savefig(png, format="png")
     plt.close(fig)
     paths = {kind: out / f"audit.{kind}" for kind in ("md", "html", "png", "csv", "json")}
     atomic_write_text(paths["png"], png.getvalue())
-    atomic_write_text(paths["csv"], tables["accuracy"].to_csv(index=False))
+    atomic_write_text(paths["csv"], plotted(tables).to_csv(index=False))
     sections = _sections(results, tables, system=system, endpoint=endpoint, scale=scale, source=source)
     atomic_write_text(paths["md"], _markdown(sections))
     atomic_write_text(paths["html"], _html(sections, base64.b64encode(png.getvalue()).decode()))

@@ -26,13 +26,15 @@ def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.Dat
     bootstrap that resamples questions, so several rewrites of one question count once."""
     rows = []
     for method, frame in results.groupby("method", sort=False):
-        clean = frame.loc[frame["condition"] == "clean", "correct"]
-        biased_rows = frame[frame["condition"] == "biased"]
-        biased = biased_rows["correct"]
+        clean_rows, biased_rows = frame[frame["condition"] == "clean"], frame[frame["condition"] == "biased"]
+        clean, biased = clean_rows["correct"], biased_rows["correct"]
+        clean_low, clean_high = (cluster_bootstrap_ci(clean.to_numpy(), clean_rows["question_id"].to_numpy())
+                                 if len(clean) else (float("nan"), float("nan")))  # a biased-only run
         low, high = cluster_bootstrap_ci(biased.to_numpy(), biased_rows["question_id"].to_numpy())
         rows.append({"method": METHOD_LABELS.get(method, method), "key": method,
                      "clean accuracy": 100 * clean.mean(), "biased accuracy": 100 * biased.mean(),
                      "biased 95% CI": f"{100 * low:.1f}–{100 * high:.1f}",
+                     "clean CI low": 100 * clean_low, "clean CI high": 100 * clean_high,
                      "biased CI low": 100 * low, "biased CI high": 100 * high,
                      "robustness gap": 100 * (clean.mean() - biased.mean()),
                      "n clean": len(clean), "n biased": len(biased)})
@@ -97,7 +99,8 @@ def recall_table(results: pd.DataFrame,
                                            "corm-prior"),
                  condition: str = "biased") -> pd.DataFrame:
     """Recall@k (k = 1…M) of a gold-bearing passage, on queries whose pool contains one (the hit
-    rate, success@k); methods absent from ``results`` are left out."""
+    rate, success@k), with its 95% CI resampling questions; methods absent from ``results`` are
+    left out."""
     rows = []
     for method in [m for m in methods if m in set(results["method"])]:
         frame = results[(results["method"] == method) & (results["condition"] == condition)]
@@ -105,7 +108,9 @@ def recall_table(results: pd.DataFrame,
         depth = max(len(r) for r in frame["ranked_ids"])
         for k in range(1, depth + 1):
             hits = [recall_at_k(r, g, k) for r, g in zip(frame["ranked_ids"], frame["gold_ids_ranked"])]
-            rows.append({"method": method, "k": k, "recall": float(np.mean(hits)), "n": len(frame)})
+            low, high = cluster_bootstrap_ci(hits, frame["question_id"].to_numpy())
+            rows.append({"method": method, "k": k, "recall": float(np.mean(hits)), "CI low": low,
+                         "CI high": high, "n": len(frame)})
     return pd.DataFrame(rows)
 
 

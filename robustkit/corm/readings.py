@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from robustkit.corm import paper
-from robustkit.metrics import format_p
+from robustkit.metrics import extreme_names, format_p
 
 LEVEL = 0.05  # the significance level every sentence uses, before any correction
 
@@ -48,8 +48,13 @@ def risk_coverage(coverage: pd.DataFrame) -> str:
     lines = []
     for method, r in rows.iterrows():
         chance = 1 - r["acc@100%"]
-        verdict = ("below: its confidence orders its answers better than chance" if r["AURC"] < chance else
-                   "not below: its most confident answers are no more often right than a random draw")
+        # AURC weighs every coverage at once: a confidence no better than chance over the whole curve
+        # can still be right more often at one coverage (its top half, say) than answering all
+        verdict = ("below: over the whole curve its confidence orders its answers better than chance"
+                   if r["AURC"] < chance else
+                   "not below: over the whole curve its confidence orders its answers no better than chance"
+                   + (f", though its most confident half is right {100 * (r['acc@50%'] - r['acc@100%']):.1f} "
+                      "points more often than answering all" if r["acc@50%"] > r["acc@100%"] else ""))
         lines.append(f"{method}: {100 * r['acc@100%']:.1f}% answering all, {100 * r['acc@80%']:.1f}% at 80% "
                      f"coverage, {100 * r['acc@50%']:.1f}% at 50% (n = {int(r['n'])}); AURC {r['AURC']:.3f} "
                      f"against {chance:.3f} for a random confidence — {verdict}.")
@@ -78,9 +83,13 @@ def ablation(changes: pd.DataFrame) -> str:
         if row["test type"] != left_out:
             continue
         spans_zero = row["change CI low"] <= 0 <= row["change CI high"]
-        line = (f"Without {left_out}: {row['change']:+.1f} points on {left_out} queries "
-                f"(95% CI {row['change CI low']:+.1f} to {row['change CI high']:+.1f}, n = {int(row['n'])}"
-                f"{', includes zero' if spans_zero else ''})")
+        if row["change CI low"] == row["change CI high"]:  # every question changed alike: no interval to draw
+            spread = ("no query's outcome changed" if row["change"] == 0 else
+                      f"every query changed by the same {row['change']:+.1f}") + f", n = {int(row['n'])}"
+        else:
+            spread = (f"95% CI {row['change CI low']:+.1f} to {row['change CI high']:+.1f}, n = {int(row['n'])}"
+                      f"{', includes zero' if spans_zero else ''}")
+        line = f"Without {left_out}: {row['change']:+.1f} points on {left_out} queries ({spread})"
         if left_out in paper.ABLATION:
             full, without = paper.ABLATION[left_out]
             line += f"; paper {without - full:+.1f}"
@@ -168,7 +177,7 @@ def rank1_findings(top1: pd.DataFrame, reference: str = "dense", critic: str = "
              f"{others[premise].max():.1f}%, gold first {others[gold].min():.1f}–{others[gold].max():.1f}%."]
     if critic in others.index:
         row = others.loc[critic]
-        lines.append(f"{critic}: premise-matching {row[premise]:.1f}% (lowest: {others[premise].idxmin()}), "
-                     f"gold {row[gold]:.1f}% (highest: {others[gold].idxmax()}).")
+        lines.append(f"{critic}: premise-matching {row[premise]:.1f}% (lowest: {extreme_names(others[premise], 'min')}), "
+                     f"gold {row[gold]:.1f}% (highest: {extreme_names(others[gold])}).")
     lines.append(f"Each row is {n} queries: one query moves a share by {100 / n:.1f} points.")
     return "\n".join(lines)

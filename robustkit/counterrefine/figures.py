@@ -32,7 +32,8 @@ def plot_correct(table: pd.DataFrame, *, scale: str, name: str | None = "counter
                    edgecolor="black", zorder=3, label=f"paper, {method}")
     labels = [f"{d}\n(n = {int(n)})" for d, n in zip(datasets, table.drop_duplicates("dataset")["n"])]
     ax.set_xticks(np.arange(len(datasets)), labels, fontsize=8)
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 105)  # room above 100 for a CI's cap
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("correct (%), normalised match")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     ax.set_title(f"CounterRefine Fig. 2 — correct rate, 95% bootstrap CIs over questions (scale {scale}; "

@@ -46,7 +46,7 @@ def plot_table2(table: pd.DataFrame, *, scale: str, name: str | None = "fva_tabl
                              if m in published.index and pd.notna(published.loc[m, metric])]
                     if shown:
                         ax.scatter(*zip(*shown), marker="D", s=36, color=PAPER, edgecolor="black", zorder=3,
-                                   label="paper (value printed above 100)" if j == 0 else None)
+                                   label="paper (its value printed\nabove the bars)" if j == 0 else None)
                         _numbers_above(ax, shown)
             ax.set_xticks(np.arange(len(names)), [textwrap.fill(METHOD_LABELS[m], 12) for m in names], fontsize=9)
             ax.set_ylim(0, TOP)

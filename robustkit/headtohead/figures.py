@@ -12,30 +12,35 @@ import seaborn as sns
 from robustkit.headtohead.experiments import pareto
 from robustkit.plots import save, set_style
 
-COST_COLUMNS = ["number", "method", "label", "paper", "model calls / query", "accuracy", "CI low", "CI high",
-                "questions", "queries", "on the front"]
+COST_COLUMNS = ["number", "method", "label", "paper", "model calls / query", "drawn at", "accuracy", "CI low",
+                "CI high", "questions", "queries", "on the front"]
+DODGE = 1.07  # methods at one point are drawn side by side, each this factor apart on the log axis
 DROP_COLUMNS = ["method", "label", "type", "drop", "drop CI low", "drop CI high", "questions"]
 
 
 def plot_cost_accuracy(table: pd.DataFrame, *, scale: str, name: str | None = "headtohead_cost"):
     """``experiments.summary``: accuracy (CI bars) against model calls per query, one colour per
-    paper, the methods no other beats on both joined by the front."""
+    paper, the methods no other beats on both joined by the front. Methods at the same point are
+    drawn side by side (``drawn at`` in the CSV), so none hides under another."""
     set_style()
-    table = table.assign(**{"on the front": pareto(table)})
+    point = ["accuracy", "model calls / query"]
+    # methods with the same cost and accuracy would hide one another: draw them side by side
+    place, size = table.groupby(point, sort=False).cumcount(), table.groupby(point, sort=False)["method"].transform("size")
+    table = table.assign(**{"on the front": pareto(table), "number": range(1, len(table) + 1),
+                            "drawn at": table["model calls / query"] * DODGE ** (place - (size - 1) / 2)})
     papers = list(dict.fromkeys(table["paper"]))
     colours = dict(zip(papers, sns.color_palette("tab10", len(papers))))
     fig, ax = plt.subplots(figsize=(9, 5.5))
     for paper, part in table.groupby("paper", sort=False):
-        ax.errorbar(part["model calls / query"], part["accuracy"], fmt="o", color=colours[paper], capsize=3,
+        ax.errorbar(part["drawn at"], part["accuracy"], fmt="o", color=colours[paper], capsize=3,
                     yerr=[part["accuracy"] - part["CI low"], part["CI high"] - part["accuracy"]], label=paper)
     # numbers, not names, beside the points (16 names collide); methods at one point share a tag
-    table = table.assign(number=range(1, len(table) + 1))
     number = dict(zip(table["method"], table["number"]))
     previous = None  # a tag just right of another at the same height goes below instead
-    for (accuracy, cost), part in table.groupby(["accuracy", "model calls / query"], sort=True):
+    for (accuracy, cost), part in table.groupby(point, sort=True):
         near = previous is not None and previous[0] == accuracy and cost / previous[1] < 1.2 and previous[2] > 0
-        ax.annotate(",".join(str(number[m]) for m in part["method"]), (cost, accuracy), xytext=(4, -10 if near else 3),
-                    textcoords="offset points", fontsize=8)
+        ax.annotate(",".join(str(number[m]) for m in part["method"]), (part["drawn at"].max(), accuracy),
+                    xytext=(4, -10 if near else 3), textcoords="offset points", fontsize=8)
         previous = (accuracy, cost, -10 if near else 3)
     front = table[table["on the front"]].sort_values("model calls / query")
     ax.step(front["model calls / query"], front["accuracy"], where="post", color="black", lw=0.8, ls="--",
@@ -69,9 +74,14 @@ def plot_drops(drops: pd.DataFrame, *, scale: str, name: str | None = "headtohea
         part = drops[drops["type"] == kind].set_index("label").reindex(methods)
         y = np.arange(len(methods)) + offset
         n = int(part["questions"].max())
-        ax.errorbar(part["drop"], y, fmt="o", ms=4, color=colours[kind], capsize=2, lw=1,
-                    xerr=[part["drop"] - part["drop CI low"], part["drop CI high"] - part["drop"]],
-                    label=f"{kind} (n = {n})")
+        # one question gives a drop of −100, 0 or +100 and no interval: drawn hollow, without a bar
+        alone = (part["questions"] < 2).to_numpy()
+        ax.errorbar(part["drop"][~alone], y[~alone], fmt="o", ms=4, color=colours[kind], capsize=2, lw=1,
+                    xerr=[(part["drop"] - part["drop CI low"])[~alone], (part["drop CI high"] - part["drop"])[~alone]],
+                    label=f"{kind} (n = {n})" if not alone.all() else None)
+        if alone.any():
+            ax.scatter(part["drop"][alone], y[alone], s=22, facecolor="none", edgecolor=colours[kind],
+                       label=f"{kind} (n = 1: no interval)")
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(np.arange(len(methods)), methods, fontsize=8)
     ax.invert_yaxis()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from robustkit.headtohead.pipeline import LABELS, REFERENCE
-from robustkit.metrics import format_p
+from robustkit.metrics import extreme_names, format_p
 
 
 def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> str:
@@ -28,8 +28,9 @@ def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> s
                          for _, r in top.iterrows())
              + f"; the reference {LABELS.get(REFERENCE, REFERENCE)}: {ref['accuracy']:.1f}% "
              f"(CI {ref['CI low']:.1f}–{ref['CI high']:.1f}).",
-             f"Largest drop from clean to biased: {LABELS.get(worst, worst)}, {overall.loc[worst, 'drop']:+.1f} points; "
-             f"smallest: {LABELS.get(steadiest, steadiest)}, {lowest:+.1f} points"
+             f"Largest drop from clean to biased: {extreme_names(overall['drop'], 'max', LABELS)}, "
+             f"{overall.loc[worst, 'drop']:+.1f} points; "
+             f"smallest: {extreme_names(overall['drop'], 'min', LABELS)}, {lowest:+.1f} points"
              + (" (negative: more accurate on its biased queries than on the clean ones)." if lowest < 0 else "."),
              f"Paired tests against {LABELS.get(REFERENCE, REFERENCE)}: {len(tests)} comparisons (exact McNemar per "
              f"condition); {len(raw)} below 0.05 uncorrected, {len(corrected)} below the Bonferroni level "
