@@ -1,21 +1,14 @@
 """Links on the course site stay on the site. The notebooks link the glossary and the results page
 by their GitHub address (a notebook opened on Colab or GitHub has no site beside it); here each
 such link to a page the site holds is pointed at that page, anchor kept — and headings get
-GitHub's anchors (``github_slug``), so that anchor names the same heading on both."""
+GitHub's anchors (``robustkit.course.github_anchor``), so that anchor names the same heading on both."""
 from __future__ import annotations
-
-import unicodedata
 
 from docutils import nodes
 
+from robustkit.course import github_anchor
+
 REPOSITORY = "https://github.com/robustkit/robustkit/blob/main/"
-
-
-def github_slug(heading: str) -> str:
-    """The anchor GitHub gives a markdown heading: lower case, punctuation dropped ("NDCG@3" →
-    "ndcg3", where MyST's own would be "ndcg-3"), spaces to '-'."""
-    kept = "".join(c for c in heading.strip().lower() if c in " -_" or unicodedata.category(c)[0] in "LN")
-    return kept.replace(" ", "-")
 
 
 def _site_page(uri: str, pages: set[str]) -> tuple[str, str] | None:
@@ -41,7 +34,7 @@ def point_at_site(app, doctree, fromdocname: str) -> None:
 def add_github_anchors(app, doctree) -> None:
     """Each heading also answers to GitHub's anchor (Sphinx's own id for "NDCG@3" is "ndcg-3")."""
     for section in doctree.findall(nodes.section):
-        slug = github_slug(section[0].astext())
+        slug = github_anchor(section[0].astext())
         if slug and slug not in section["ids"]:
             section["ids"].append(slug)
 

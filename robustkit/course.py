@@ -14,11 +14,19 @@ direction end with ``check(guess, answer, hint=…)``, which says right or wrong
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 # where the notebooks link their terms (docs/glossary.md in the repository)
 GLOSSARY_URL = "https://github.com/robustkit/robustkit/blob/main/docs/glossary.md"
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a markdown heading — lower case, punctuation dropped ("NDCG@3" →
+    "ndcg3"), spaces to '-' — the "#term" of a glossary link, on GitHub and on the course site."""
+    kept = "".join(c for c in heading.strip().lower() if c in " -_" or unicodedata.category(c)[0] in "LN")
+    return kept.replace(" ", "-")
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,8 @@ def trajectory_explorer(results: pd.DataFrame):
         for r in rows.sort_values("iteration").itertuples():
             if r.iteration:
                 print(f"  critique {r.iteration}: {r.critique}")
-            print(f"  y{r.iteration} {'✓' if r.correct else '✗'}  reasoning: {r.rationale}\n      answer: {r.answer}")
+            print(f"  y{r.iteration} {'✓' if r.correct else '✗'}  reasoning: {r.rationale}\n"
+                  f"      answer: {r.answer}")
 
     return _explorer([pick, refiner], render if labels else _nothing_to_explore, "AlignRAG explorer")
 

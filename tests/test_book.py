@@ -77,18 +77,33 @@ def _drawn_figures(notebook: Path) -> int:
     return sum("image/png" in output.get("data", {}) for cell in cells for output in cell.get("outputs", []))
 
 
+@pytest.fixture(scope="module")
+def notebook_pages(browser, site) -> dict[str, dict]:
+    """What each notebook's page shows, each page opened once: its figures (address, width), its
+    text, its links as written and the site's requests that failed."""
+    pages = {}
+    for notebook in NOTEBOOKS:
+        page, failed = _open(browser, site, f"notebooks/{notebook.stem}.html")
+        pages[notebook.stem] = {
+            "figures": [image for image in page.eval_on_selector_all(
+                ".cell_output img", "images => images.map(i => [i.src, i.naturalWidth])") if image[0].startswith(site)],
+            "text": page.inner_text("main"),
+            "hrefs": page.eval_on_selector_all("main a[href]", "links => links.map(a => a.getAttribute('href'))"),
+            "failed": failed}
+        page.close()
+    return pages
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem[:2])
 def test_a_notebook_page_renders_every_figure_its_run_drew_and_widgets_as_their_static_view(
-        browser, site, notebook):
-    page, failed = _open(browser, site, f"notebooks/{notebook.stem}.html")
-    local = [image for image in page.eval_on_selector_all(
-        ".cell_output img", "images => images.map(i => [i.src, i.naturalWidth])") if image[0].startswith(site)]
+        notebook_pages, notebook):
+    shown = notebook_pages[notebook.stem]
+    local = shown["figures"]
     assert len(local) == _drawn_figures(notebook), f"{notebook.name}: {len(local)} figures on the page"
     assert all(width > 0 for _, width in local), [src for src, width in local if not width]
-    text = page.inner_text("main")
+    text = shown["text"]
     assert "VBox(" not in text and "Loading widget" not in text, f"{notebook.name}: a widget with no static view"
-    assert not failed, failed
-    page.close()
+    assert not shown["failed"], shown["failed"]
 
 
 def test_solutions_start_collapsed_and_open_on_a_click(browser, site):
@@ -103,15 +118,13 @@ def test_solutions_start_collapsed_and_open_on_a_click(browser, site):
     page.close()
 
 
-def test_every_glossary_link_of_the_course_lands_on_a_definition_on_the_site(browser, site):
+def test_every_glossary_link_of_the_course_lands_on_a_definition_on_the_site(browser, site, notebook_pages):
     anchors = set()
-    for notebook in NOTEBOOKS:
-        page, _ = _open(browser, site, f"notebooks/{notebook.stem}.html")
-        hrefs = page.eval_on_selector_all("main a[href]", "links => links.map(a => a.getAttribute('href'))")
+    for name, shown in notebook_pages.items():
+        hrefs = shown["hrefs"]
         assert not [h for h in hrefs if "github.com/robustkit/robustkit/blob/main/docs/" in h], \
-            f"{notebook.name}: a glossary link that leaves the site"
+            f"{name}: a glossary link that leaves the site"
         anchors |= {h.split("#", 1)[1] for h in hrefs if h.startswith("../docs/glossary.html#")}
-        page.close()
     assert len(anchors) >= 40, f"only {len(anchors)} glossary terms linked"
     glossary, failed = _open(browser, site, "docs/glossary.html")
     missing = sorted(a for a in anchors if not glossary.evaluate(f"document.getElementById({a!r}) !== null"))

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from pathlib import Path
 
 import pytest
 
+from robustkit.course import GLOSSARY_URL, github_anchor
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 GLOSSARY = ROOT / "docs" / "glossary.md"
-GLOSSARY_LINK = re.compile(r"\(https://github\.com/robustkit/robustkit/blob/main/docs/glossary\.md#([^)\s]+)\)")
+GLOSSARY_LINK = re.compile(r"\(" + re.escape(GLOSSARY_URL) + r"#([^)\s]+)\)")
 # collapsed in Jupyter (jupyter), Colab (cellView) and on the course site (the hide-cell tag)
 SOLUTION_METADATA = {"tags": ["solution", "hide-cell"], "cellView": "form",
                      "jupyter": {"source_hidden": True, "outputs_hidden": True}}
@@ -24,15 +25,8 @@ def _cells(path: Path) -> list[dict]:
     return [{**cell, "source": "".join(cell["source"])} for cell in cells]
 
 
-def _github_slug(heading: str) -> str:
-    """The anchor GitHub gives a markdown heading: lower case, punctuation dropped, spaces to '-'."""
-    kept = "".join(c for c in heading.strip().lower()
-                   if c in " -_" or unicodedata.category(c)[0] in "LN")
-    return kept.replace(" ", "-")
-
-
 def _glossary_anchors() -> set[str]:
-    return {_github_slug(line.lstrip("#")) for line in GLOSSARY.read_text().splitlines() if line.startswith("#")}
+    return {github_anchor(line.lstrip("#")) for line in GLOSSARY.read_text().splitlines() if line.startswith("#")}
 
 
 def _exercises(cells: list[dict]) -> list[tuple[int, list[dict]]]:
@@ -97,9 +91,9 @@ def test_the_glossarys_own_links_land_and_it_cites_the_four_papers():
 
 
 def test_github_slugs_as_github_makes_them():
-    assert _github_slug(" NDCG@3") == "ndcg3"
-    assert _github_slug("AURC and E-AURC") == "aurc-and-e-aurc"
-    assert _github_slug("The papers' methods") == "the-papers-methods"
+    assert github_anchor(" NDCG@3") == "ndcg3"
+    assert github_anchor("AURC and E-AURC") == "aurc-and-e-aurc"
+    assert github_anchor("The papers' methods") == "the-papers-methods"
 
 
 MACHINE_PATH = re.compile(r"(?<![\w.~])(?:/(?:home|root|tmp|work|Users|opt|usr|var|private|mnt|content)/|[A-Z]:\\\\)")

@@ -240,14 +240,14 @@ def plot_recall_and_ranks(recall: pd.DataFrame, pairs: pd.DataFrame, shares: dic
     large); (b) on how many queries y ranks the first
     gold passage higher than x, lower, or level — beside the paper's shares. The CSV holds (a)'s
     curves, (b)'s per-query ranks and its shares."""
+    require_columns(recall, ["method", "k", "recall", "CI low", "CI high", "n"], "recall (experiments.recall_table)")
     set_style()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.6), layout="constrained")
     methods = list(dict.fromkeys(recall["method"]))
     colours = dict(zip(methods, sns.color_palette(n_colors=len(methods))))
     for method, line in recall.groupby("method", sort=False):
         left.plot(line["k"], line["recall"], marker="o", ms=3, color=colours[method], label=method)
-        if {"CI low", "CI high"} <= set(line.columns):
-            left.fill_between(line["k"], line["CI low"], line["CI high"], color=colours[method], alpha=0.12, lw=0)
+        left.fill_between(line["k"], line["CI low"], line["CI high"], color=colours[method], alpha=0.12, lw=0)
     for method, points in paper.RECALL.items():  # each paper marker in its kit method's colour
         left.scatter(list(points), list(points.values()), marker="*", s=140, zorder=3,
                      color=colours.get(method, PAPER), edgecolor="black", label=f"paper: {method}")

@@ -177,7 +177,8 @@ def rank1_findings(top1: pd.DataFrame, reference: str = "dense", critic: str = "
              f"{others[premise].max():.1f}%, gold first {others[gold].min():.1f}–{others[gold].max():.1f}%."]
     if critic in others.index:
         row = others.loc[critic]
-        lines.append(f"{critic}: premise-matching {row[premise]:.1f}% (lowest: {extreme_names(others[premise], 'min')}), "
+        lines.append(f"{critic}: premise-matching {row[premise]:.1f}% "
+                     f"(lowest: {extreme_names(others[premise], 'min')}), "
                      f"gold {row[gold]:.1f}% (highest: {extreme_names(others[gold])}).")
     lines.append(f"Each row is {n} queries: one query moves a share by {100 / n:.1f} points.")
     return "\n".join(lines)

@@ -24,8 +24,8 @@ def plot_cost_accuracy(table: pd.DataFrame, *, scale: str, name: str | None = "h
     drawn side by side (``drawn at`` in the CSV), so none hides under another."""
     set_style()
     point = ["accuracy", "model calls / query"]
-    # methods with the same cost and accuracy would hide one another: draw them side by side
-    place, size = table.groupby(point, sort=False).cumcount(), table.groupby(point, sort=False)["method"].transform("size")
+    at_point = table.groupby(point, sort=False)
+    place, size = at_point.cumcount(), at_point["method"].transform("size")  # offsets centred on the point
     table = table.assign(**{"on the front": pareto(table), "number": range(1, len(table) + 1),
                             "drawn at": table["model calls / query"] * DODGE ** (place - (size - 1) / 2)})
     papers = list(dict.fromkeys(table["paper"]))

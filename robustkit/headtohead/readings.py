@@ -17,10 +17,9 @@ def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> s
     top = table[table["accuracy"] == table["accuracy"].max()]
     ref = table.set_index("method").loc[REFERENCE]
     overall = drops[drops["type"] == "all"].set_index("method")
-    worst, steadiest = overall["drop"].idxmax(), overall["drop"].idxmin()
+    largest, lowest = overall["drop"].max(), overall["drop"].min()
     level = 0.05 / max(len(tests), 1)
     raw, corrected = tests[tests["p"] < 0.05], tests[tests["p"] < level]
-    lowest = overall.loc[steadiest, "drop"]
     lines = [f"{int(first['questions'])} questions, {int(first['queries'])} queries per method "
              f"(clean and biased); accuracies pool both, 95% CIs resample questions.",
              f"Most accurate{f' ({len(top)} tied)' if len(top) > 1 else ''}: "
@@ -29,7 +28,7 @@ def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> s
              + f"; the reference {LABELS.get(REFERENCE, REFERENCE)}: {ref['accuracy']:.1f}% "
              f"(CI {ref['CI low']:.1f}–{ref['CI high']:.1f}).",
              f"Largest drop from clean to biased: {extreme_names(overall['drop'], 'max', LABELS)}, "
-             f"{overall.loc[worst, 'drop']:+.1f} points; "
+             f"{largest:+.1f} points; "
              f"smallest: {extreme_names(overall['drop'], 'min', LABELS)}, {lowest:+.1f} points"
              + (" (negative: more accurate on its biased queries than on the clean ones)." if lowest < 0 else "."),
              f"Paired tests against {LABELS.get(REFERENCE, REFERENCE)}: {len(tests)} comparisons (exact McNemar per "
