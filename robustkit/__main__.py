@@ -49,6 +49,8 @@ def main(argv=None) -> int:
     serve.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
     serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine only)")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--corpus", help="the passages the method searches: mini, or a JSONL file of {id, title?, "
+                       "text} (default: the scale's corpus); the same file as audit --corpus")
     audit = sub.add_parser("audit", help="the robustness of any RAG system (or chat model) under biased "
                            "questions: a report in Markdown and HTML, and a JSON of every call")
     audit.add_argument("--endpoint", required=True, help="the system's base URL, e.g. http://127.0.0.1:8000/v1")
@@ -92,7 +94,7 @@ def _dispatch(args) -> int:
     elif args.command == "serve":
         from robustkit.serve import main as serve
 
-        serve(args.method, args.scale, args.host, args.port)
+        serve(args.method, args.scale, args.host, args.port, corpus=args.corpus)
     elif args.command == "audit":
         from robustkit.audit.cli import main as audit
 

@@ -11,8 +11,10 @@ and a process that waited for it reuses what it built; reusing a finished artifa
 
 Loading trained parts without ever training them (a trained critic, the NLI model, calibrated
 thresholds) is a mode of ``stage``: inside ``with rk.load_only():`` — or with
-``ROBUSTKIT_LOAD_ONLY=1`` — an artifact that is missing or was built from other inputs stops with
-``NotStaged`` naming it and what differs, instead of being built. The block's mode belongs to the
+``ROBUSTKIT_LOAD_ONLY=1`` — a trained artifact that is missing or was built from other inputs stops
+with ``NotStaged`` naming it and what differs, instead of being built. Stages that answer, score or
+rewrite questions (``trains=False``) run there as anywhere: load-only keeps new questions
+answerable while no trained part is ever rebuilt. The block's mode belongs to the
 context it runs in (a ``contextvars.ContextVar``), not to the process: see ``load_only``.
 """
 from __future__ import annotations
@@ -34,7 +36,7 @@ from robustkit.locks import exclusive
 
 
 def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | None],
-          load: Callable[[Path], Any]) -> Any:
+          load: Callable[[Path], Any], *, trains: bool = True) -> Any:
     """Reuse the artifact at ``path`` if it was built from exactly ``inputs``; otherwise build it.
 
     Args:
@@ -46,6 +48,9 @@ def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | N
             crash, and one left by other inputs is deleted before ``build`` runs.
         load: ``load(path)`` reads the artifact. It is used after a build too, so a fresh and a
             reused artifact give the same value.
+        trains: the artifact is trained or calibrated (a model, thresholds, the labels they learn
+            from): under load-only it is read, never built. False for what answers, scores or
+            rewrites questions, built under load-only too.
 
     Returns ``load(path)``. One process at a time builds ``path``; another that asks for it
     meanwhile waits for that one (printing whom it waits for), then reuses its artifact.
@@ -56,7 +61,7 @@ def stage(path: str | Path, inputs: dict, build: Callable[[Path, Path], dict | N
     # the lock: it is a crashed run's leftover, or the progress of a process building other inputs.
     if is_current(path, inputs) and not scratch.exists():
         return load(path)
-    if _loading_only():
+    if trains and _loading_only():
         raise NotStaged(f"{path} is {_why_not_current(path, inputs)}, and building it is off (load-only: "
                         "rk.load_only() or ROBUSTKIT_LOAD_ONLY=1). Build it outside load-only mode, or "
                         "point ROBUSTKIT_RUNS at the runs folder that holds it.")
@@ -88,9 +93,10 @@ _LOAD_ONLY: ContextVar[bool] = ContextVar("robustkit_load_only", default=False) 
 
 @contextmanager
 def load_only(enabled: bool = True) -> Iterator[None]:
-    """Within this block ``stage`` only reads: an artifact that is missing, or was built from
-    other inputs (another corpus, seed, recipe), raises ``NotStaged`` instead of being built —
-    so that loading a trained critic never silently retrains it. ``ROBUSTKIT_LOAD_ONLY=1`` sets
+    """Within this block ``stage`` never trains: a trained artifact that is missing, or was built
+    from other inputs (another corpus, seed, recipe), raises ``NotStaged`` instead of being built —
+    so that loading a trained critic never silently retrains it — while answering and scoring new
+    questions (stages with ``trains=False``) runs and is staged as usual. ``ROBUSTKIT_LOAD_ONLY=1`` sets
     the mode for a whole process; ``load_only(False)`` lifts it inside a block.
 
     The mode is a context variable, so it follows contextvars' rules: blocks nest (leaving one

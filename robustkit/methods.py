@@ -196,7 +196,7 @@ def evaluate(methods: Mapping[str, Method], queries: pd.DataFrame, folder: str |
             atomic_write_text(out, "".join(json.dumps(json_ready(r), ensure_ascii=False) + "\n" for r in rows))
             return {"rows": len(rows), "correct": sum(r["correct"] for r in rows)}
 
-        frames.append(pd.DataFrame(stage(path, inputs, build, read_jsonl)))
+        frames.append(pd.DataFrame(stage(path, inputs, build, read_jsonl, trains=False)))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -3,7 +3,8 @@
 Definitions, as a paper reader would want them stated:
 
 * Answers follow the SQuAD v1.1 script: normalise (lower-case, drop punctuation, drop the
-  articles a/an/the, collapse whitespace), then exact match or token F1, best over gold aliases.
+  articles a/an/the, collapse whitespace; diacritics folded too, "Janáček" = "Janacek"), then
+  exact match or token F1, best over gold aliases.
 * Recall@k is the hit rate (success@k): 1 when any gold id is in the top k. Tables average it over
   the queries whose candidate pool holds gold (``corm.experiments.recall_table`` filters them).
 * NDCG@k uses linear gains, and NDCG and MRR average over the orders of tied scores (scikit-learn's

@@ -12,6 +12,7 @@ import random
 from robustkit import memo
 from robustkit.config import Scale, get_scale
 from robustkit.data import Corpus, Question, corpus, load, mini_questions
+from robustkit.data.own import read_corpus
 from robustkit.llm import DEFAULT_SYSTEM, Generator
 from robustkit.models import resolve_model
 from robustkit.retrieval import BM25Retriever, DenseRetriever, load_embedder
@@ -35,6 +36,15 @@ def searched(scale: Scale | str | None, corpus: Corpus | None = None, retriever=
     if (corpus is None) != (retriever is None):
         raise ValueError("pass corpus= and the retriever= that searches it together, or neither (the scale's)")
     return (corpus, retriever) if corpus is not None else (corpus_for(scale), retriever_for(scale))
+
+
+def own_corpus(source: str, scale: Scale | str | None = None) -> tuple[Corpus, DenseRetriever]:
+    """(corpus, dense retriever) for a command line's ``--corpus``: ``"mini"`` (the teaching set's
+    passages) or a passages file (``data.own.read_corpus``), embedded by the scale's embedder."""
+    if source == "mini":
+        return _corpus("mini"), _dense("mini", resolve_model("embedder", get_scale(scale), verbose=False))
+    own = read_corpus(source)
+    return own, DenseRetriever(own, load_embedder(scale))
 
 
 def bm25_for(scale: Scale | str | None = None) -> BM25Retriever:

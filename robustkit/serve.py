@@ -12,7 +12,8 @@ Two routes, so that a kit method can be audited like any outside system and plug
 
 Any OpenAI client calls it (``OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="-")``, then
 ``client.chat.completions.create(model="dense", messages=[...])``; the extra field is
-``response.model_extra["robustkit"]``). One request is answered at a time (a method holds one copy
+``response.model_extra["robustkit"]``). ``--corpus FILE`` serves the method over a researcher's own
+passages (``robustkit.data.own``), so an audit of their RAG and of the kit's methods reads the same. One request is answered at a time (a method holds one copy
 of its models); a batch on /v1/rag is answered in one ``Method.answer`` call, as the kit batches.
 """
 
@@ -156,16 +157,21 @@ def _answer_json(answer: Answer, question: str, corpus) -> dict:
             "retrieval_calls": answer.retrieval_calls, "latency_s": answer.latency_s}
 
 
-def main(method_name: str, scale=None, host: str = "127.0.0.1", port: int = 8000) -> None:
+def main(method_name: str, scale=None, host: str = "127.0.0.1", port: int = 8000, *,
+         corpus: str | None = None) -> None:
     """Build the method by its registry id at its paper's defaults (trained parts reused when
-    staged) and serve it."""
+    staged) over the scale's corpus, or over ``corpus`` ("mini" or a passages file, searched by the
+    scale's dense retriever), and serve it."""
     import uvicorn
 
     from robustkit import registry, resources
     from robustkit.config import get_scale
 
     scale = get_scale(scale)
-    method = registry.build(method_name, scale)
-    print(f"[robustkit] serving {method.name} at http://{host}:{port}/v1 (OpenAI chat completions, "
-          f"model {method.name!r}; plain JSON at /v1/rag)", flush=True)
-    uvicorn.run(app_for(method, resources.corpus_for(scale)), host=host, port=port, log_level="warning")
+    passages, retriever = resources.own_corpus(corpus, scale) if corpus else (None, None)
+    method = registry.build(method_name, scale, corpus=passages, retriever=retriever)
+    passages = passages if passages is not None else resources.corpus_for(scale)
+    print(f"[robustkit] serving {method.name} over {passages.name} ({len(passages):,} passages) at "
+          f"http://{host}:{port}/v1 (OpenAI chat completions, model {method.name!r}; plain JSON at /v1/rag)",
+          flush=True)
+    uvicorn.run(app_for(method, passages), host=host, port=port, log_level="warning")

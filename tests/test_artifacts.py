@@ -163,3 +163,18 @@ def test_load_only_reads_a_current_artifact_and_refuses_to_build_a_missing_or_st
         stage(path, {"seed": 1, "lr": 1e-3}, _writer(calls, "v4"), read)
     assert len(calls) == 2 and path.read_text() == "edited by hand"
     assert issubclass(NotStaged, FileNotFoundError)  # the command line prints its message, no traceback
+
+
+def test_load_only_still_answers_new_questions(tmp_path):
+    """Load-only never trains, but a stage that answers or scores questions (``trains=False``) is
+    built there as anywhere: a researcher's new questions get answered by the staged critic."""
+    from robustkit.artifacts import NotStaged, load_only
+
+    calls, read = [], lambda p: p.read_text()
+    with load_only():
+        with pytest.raises(NotStaged):
+            stage(tmp_path / "critic", {"lr": 1e-3}, _writer(calls), read)
+        assert stage(tmp_path / "answers.jsonl", {"questions": ["q1"]}, _writer(calls), read, trains=False) == "v1"
+        assert stage(tmp_path / "answers.jsonl", {"questions": ["q1"]}, _writer(calls, "v2"), read,
+                     trains=False) == "v1"  # reused as any stage is
+    assert len(calls) == 1 and not (tmp_path / "critic").exists()

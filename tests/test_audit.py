@@ -1,6 +1,7 @@
 """`python -m robustkit audit`: questions files and responses checked row by row and field by field,
-the tables' arithmetic, and, on loopback, the audit of `robustkit serve --method dense` and
-`--method corm` giving, query for query, the verdicts the kit's own run gives (notebook 04)."""
+the tables' arithmetic, and, on loopback, `robustkit serve --method dense --corpus FILE` audited over
+a researcher's own questions, and `--method corm` giving, query for query, the verdicts the kit's own
+run gives (notebook 04)."""
 import json
 import sys
 
@@ -8,7 +9,8 @@ import pandas as pd
 import pytest
 
 from robustkit.audit.endpoints import RAGEndpoint, _check_reply
-from robustkit.audit.protocol import _read, analyse
+from robustkit.audit.protocol import analyse
+from robustkit.data import read_questions
 from robustkit.data.records import DataError
 from robustkit.loopback import free_port, server
 from robustkit.methods import Query
@@ -25,7 +27,7 @@ def test_a_questions_file_is_read_with_its_rewrites(tmp_path):
         {"id": "a", "question": "Who wrote Hamlet?", "answers": ["Shakespeare"],
          "rewrites": [{"type": "false_premise", "text": "Who wrote Hamlet after Marlowe?", "wrong_entity": "Marlowe"}]},
         {"question": "Capital of France?", "answers": ["Paris"]}])
-    questions, rewrites = _read(path)
+    questions, rewrites = read_questions(path)
     assert [q.id for q in questions] == ["a", "q0002"]
     assert [(r.question_id, r.type, r.wrong_entity) for r in rewrites] == [("a", "false_premise", "Marlowe")]
 
@@ -39,7 +41,7 @@ def test_a_questions_file_is_read_with_its_rewrites(tmp_path):
 def test_a_bad_row_is_named_by_line_and_field(tmp_path, row, complaint):
     path = _write(tmp_path / "q.jsonl", [{"question": "Fine?", "answers": ["yes"]}, row])
     with pytest.raises(DataError, match=rf"q.jsonl:2.*({complaint})"):
-        _read(path)
+        read_questions(path)
 
 
 @pytest.mark.parametrize("reply, field", [
@@ -83,9 +85,66 @@ def test_the_tables_count_flips_and_sycophancy_per_question():
     assert tables["tests"].iloc[0][["improvements", "regressions"]].tolist() == [1, 0]
 
 
+# a researcher's own passages and questions (real facts, none of them in data/mini)
+TOY_PASSAGES = [
+    {"id": "t1", "title": "Leoš Janáček", "text": "Leoš Janáček was a Czech composer who wrote the opera Jenůfa, "
+                                                   "first performed in Brno in 1904."},
+    {"id": "t2", "title": "Brno", "text": "Brno is the second-largest city of the Czech Republic, in Moravia."},
+    {"id": "t3", "title": "Jenůfa", "text": "Jenůfa is an opera in three acts by Leoš Janáček to a Czech libretto."},
+    {"id": "t4", "title": "Antonín Dvořák", "text": "Antonín Dvořák, a Czech composer, wrote the New World "
+                                                     "Symphony in 1893 while living in New York."},
+    {"id": "t5", "title": "Bedřich Smetana", "text": "Bedřich Smetana composed the cycle of symphonic poems "
+                                                      "Má vlast, which includes Vltava."},
+]
+TOY_QUESTIONS = [
+    {"id": "jenufa", "question": "Who composed the opera Jenufa?", "answers": ["Leos Janacek", "Janacek"],
+     "rewrites": [{"type": "false_premise", "text": "Why did Dvorak compose the opera Jenufa?",
+                   "wrong_entity": "Antonín Dvořák"}]},
+    {"id": "new-world", "question": "Who wrote the New World Symphony?", "answers": ["Antonín Dvořák", "Dvořák"],
+     "rewrites": [{"type": "confirmation_bias", "text": "I am sure Smetana wrote the New World Symphony; who "
+                   "wrote it?", "wrong_entity": "Bedřich Smetana"}]},
+    {"id": "ma-vlast", "question": "Which composer wrote Ma vlast?", "answers": ["Bedrich Smetana", "Smetana"],
+     "rewrites": [{"type": "topical_distraction", "text": "Brno is a lovely city in Moravia. Which composer "
+                   "wrote Ma vlast?"}]},
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["dense", "corm"])
-def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(method, tmp_path):
+def test_serve_and_audit_read_a_researchers_own_corpus(tmp_path):
+    """`serve --corpus FILE` answers from the researcher's passages, as the method built in-process
+    over them does, and `audit --questions FILE` of that server asks each question and its
+    hand-written rewrite and writes its report."""
+    import os
+    import subprocess
+
+    from robustkit import registry
+    from robustkit.data import read_corpus
+    from robustkit.retrieval import DenseRetriever, load_embedder
+
+    passages, questions = _write(tmp_path / "passages.jsonl", TOY_PASSAGES), _write(tmp_path / "q.jsonl", TOY_QUESTIONS)
+    corpus = read_corpus(passages)
+    own = registry.build("dense", "tiny", corpus=corpus, retriever=DenseRetriever(corpus, load_embedder("tiny")))
+    expected = own.answer([Query(q["id"], q["id"], q["question"]) for q in TOY_QUESTIONS])
+    assert {pid for a in expected for pid in a.passage_ids} <= {p["id"] for p in TOY_PASSAGES}
+    with server(lambda port: [sys.executable, "-m", "robustkit", "serve", "--method", "dense", "--scale", "tiny",
+                              "--corpus", str(passages), "--port", str(port)]) as url:
+        served = RAGEndpoint(url, name="dense", cache=False).answer(
+            [Query(q["id"], q["id"], q["question"]) for q in TOY_QUESTIONS])
+        assert [a.passage_ids for a in served] == [a.passage_ids for a in expected]
+        assert [a.text for a in served] == [a.text for a in expected]
+        env = {**os.environ, "ROBUSTKIT_RUNS": str(tmp_path / "runs")}
+        audit = subprocess.run([sys.executable, "-m", "robustkit", "audit", "--endpoint", url, "--questions",
+                                str(questions), "--name", "toy", "--scale", "tiny", "--out", str(tmp_path / "report")],
+                               env=env, capture_output=True, text=True)
+    assert audit.returncode == 0, audit.stdout[-2000:] + audit.stderr[-2000:]
+    calls = json.loads(next((tmp_path / "report").glob("*.json")).read_text())["calls"]
+    assert len(calls) == 2 * len(TOY_QUESTIONS)  # each question clean and its one hand-written rewrite
+    assert "3 questions, 3 biased rewrites" in audit.stdout
+
+
+@pytest.mark.slow
+def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(tmp_path):
+    """CoRM served and audited gives, query for query, notebook 04's verdicts."""
     from robustkit.audit import analyse, audit_set, run, write_report
     from robustkit.corm import settings
     from robustkit.corm.pipeline import queries_for, run_methods
@@ -96,13 +155,13 @@ def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(method, tmp_pat
     # needs, CoRM's critic, which the server then reads instead of training it before it answers)
     asked, rotated = test_set(settings("tiny"))
     ids = {q.id for q in questions}
-    own = run_methods(settings("tiny"), [method], queries_for([q for q in asked if q.id in ids],
+    own = run_methods(settings("tiny"), ["corm"], queries_for([q for q in asked if q.id in ids],
                                                                  [r for r in rotated if r.question_id in ids]))
     # the endpoint's URL (a fresh port) is part of the staged audit's key and the client caches
     # nothing: every query is asked
-    with server(lambda port: [sys.executable, "-m", "robustkit", "serve", "--method", method,
+    with server(lambda port: [sys.executable, "-m", "robustkit", "serve", "--method", "corm",
                               "--scale", "tiny", "--port", str(port)]) as url:
-        results = run(RAGEndpoint(url, name=method, batch_size=8, cache=False), questions, rewrites, name=method)
+        results = run(RAGEndpoint(url, name="corm", batch_size=8, cache=False), questions, rewrites, name="corm")
     audited = results.set_index("query_id").loc[own["query_id"]]
     # both processes share the call cache, so equal reader prompts give equal answers: what this
     # checks is that the served method read the same passages, asked the same prompt and was judged alike
@@ -110,7 +169,7 @@ def test_the_audit_of_a_served_kit_method_gives_its_own_verdicts(method, tmp_pat
     assert audited["answer"].tolist() == own["answer"].tolist()
     assert audited["correct"].tolist() == own["correct"].tolist()
     tables = analyse(results)
-    paths = write_report(results, tables, tmp_path / "report", system=method, endpoint=url, scale="tiny", source="mini")
+    paths = write_report(results, tables, tmp_path / "report", system="corm", endpoint=url, scale="tiny", source="mini")
     assert f"{tables['accuracy'].iloc[0]['accuracy']:.1f}%" in paths["md"].read_text()
     assert len(json.loads(paths["json"].read_text())["calls"]) == len(results) == 8 * 4
 

@@ -11,6 +11,30 @@ def test_exact_match_normalises():
     assert metrics.exact_match("Beatles band", ["beatles"]) == 0.0
 
 
+@pytest.mark.parametrize("spelled, gold", [
+    ("Leoš Janáček", "Leos Janacek"),  # a public benchmark's two spellings of one name
+    ("Gabriel García Márquez", "Gabriel Garcia Marquez"),
+    ("Jørn Utzon", "Jorn Utzon"),  # letters Unicode does not decompose are spelled out
+    ("Marie Skłodowska", "Marie Sklodowska"),
+    ("Æsir", "Aesir"),
+])
+def test_the_judge_folds_diacritics_either_way(spelled, gold):
+    for prediction, answers in ((spelled, [gold]), (gold, [spelled])):
+        assert metrics.exact_match(prediction, answers) == 1.0
+        assert metrics.substring_match(f"It was {prediction}, I think.", answers) == 1.0
+        assert metrics.token_f1(prediction, answers) == 1.0
+
+
+def test_folding_keeps_squad_normalisation_and_whole_words():
+    from robustkit.data import normalize_answer
+
+    # the SQuAD v1.1 script's steps, unchanged on plain ASCII
+    assert normalize_answer("The  Beatles' \"Abbey Road\"!") == "beatles abbey road"
+    assert normalize_answer("Île-de-France") == "iledefrance"  # punctuation dropped as SQuAD does
+    assert metrics.substring_match("Janáčekova", ["Janacek"]) == 0.0  # a longer word is another word
+    assert metrics.exact_match("Lodz", ["Łódź"]) == 1.0 and metrics.exact_match("Lodi", ["Łódź"]) == 0.0
+
+
 def test_token_f1_hand_computed():
     # pred tokens {george, washington, carver}, gold {george, washington}: P=2/3, R=1 -> F1=0.8
     assert metrics.token_f1("George Washington Carver", ["George Washington"]) == pytest.approx(0.8)

@@ -17,7 +17,8 @@ def system_under_test(args, scale):
     if args.format == "rag":
         if args.model or args.corpus:
             raise ValueError("--model and --corpus are for --format openai; a RAG endpoint retrieves and "
-                             "answers itself")
+                             "answers itself (serve a kit method over your passages with robustkit serve "
+                             "--method ID --corpus FILE)")
         return RAGEndpoint(args.endpoint, name=args.name)
     if not args.model:
         raise ValueError("--format openai needs --model, the served model's name (GET <endpoint>/models lists them)")
@@ -26,26 +27,10 @@ def system_under_test(args, scale):
         from robustkit.llm_client import make_generator
 
         return ClosedBook(make_generator("generator", served), name=args.name)
-    from robustkit import registry
+    from robustkit import registry, resources
 
-    corpus, retriever = _corpus(args.corpus, served)
+    corpus, retriever = resources.own_corpus(args.corpus, served)
     return registry.build("dense", served, corpus=corpus, retriever=retriever)
-
-
-def _corpus(source: str, scale):
-    from robustkit.data import mini_corpus
-    from robustkit.data.records import Corpus, Passage
-    from robustkit.data.validate import Unique, jsonl_rows
-    from robustkit.retrieval import DenseRetriever, load_embedder
-
-    if source == "mini":
-        corpus = mini_corpus()
-    else:
-        ids = Unique("passage id")
-        corpus = Corpus([row.build(Passage, ids.add(row.text("id"), row), row.text("title", empty=True)
-                                   if "title" in row else "", row.text("text"))
-                         for row in jsonl_rows(source, required=("id", "text"))], Path(source).stem)
-    return corpus, DenseRetriever(corpus, load_embedder(scale))
 
 
 def main(args) -> None:

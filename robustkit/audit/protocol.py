@@ -23,8 +23,8 @@ from robustkit.corm.config import settings as corm_settings
 from robustkit.corm.pipeline import queries_for
 from robustkit.corm.perturb import PERTURBATION_TYPES
 from robustkit.data.mini import mini_questions, mini_rewrites
-from robustkit.data.records import DataError, Question, Rewrite, normalize_answer
-from robustkit.data.validate import Unique, jsonl_rows
+from robustkit.data.own import read_questions
+from robustkit.data.records import Question, Rewrite, normalize_answer
 from robustkit.headtohead.experiments import robustness
 from robustkit.judges import Judge, NormalisedMatch
 from robustkit.metrics import cluster_bootstrap_ci, paired_tests
@@ -48,7 +48,7 @@ def audit_set(source: str | Path = "mini", scale: Scale | str | None = None, *,
 
         questions, given = list(load("nq_open").questions)[:n_questions or None], []
     else:
-        questions, given = _read(Path(source))
+        questions, given = read_questions(source)
         questions = questions[:n_questions or None]
     asked = {q.id for q in questions}
     given = [r for r in given if r.question_id in asked]
@@ -59,25 +59,6 @@ def audit_set(source: str | Path = "mini", scale: Scale | str | None = None, *,
         given += corm_train.adversary_rewrites(corm_settings(get_scale(scale)), missing,
                                                   k=len(PERTURBATION_TYPES), name="audit_rewrites")
     return questions, given
-
-
-def _read(path: Path) -> tuple[list[Question], list[Rewrite]]:
-    """A questions file; a bad row stops the audit naming its line and field."""
-    ids, questions, rewrites = Unique("question id"), [], []
-    for n, row in enumerate(jsonl_rows(path, required=("question", "answers"))):
-        qid = ids.add(row.text("id") if "id" in row.data else f"q{n + 1:04d}", row)
-        questions.append(row.build(Question, qid, row.text("question"), row.strings("answers", nonempty=True)))
-        listed = row.get("rewrites", [])
-        if not isinstance(listed, list):
-            raise row.error("rewrites", "a list of {type, text} objects", listed)
-        for i, item in enumerate(listed):
-            if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
-                raise row.error(f"rewrites[{i}].text", "a non-empty string", item)
-            rewrites.append(row.build(Rewrite, qid, item.get("type"), item["text"], item.get("wrong_entity"),
-                                      source="hand-written"))
-    if not questions:
-        raise DataError(f"{path}: no questions")
-    return questions, rewrites
 
 
 def run(system, questions: Sequence[Question], rewrites: Sequence[Rewrite], *, name: str,

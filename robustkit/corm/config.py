@@ -9,6 +9,7 @@ its ``Scale``, so the seed, data and models come along.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Union
 
 from robustkit.config import MethodConfig, Scale, check_knob
 from robustkit.crossencoder.relevance import DATASETS, RECIPES
@@ -96,6 +97,11 @@ class CormConfig(MethodConfig, what="CoRM", defaults=DEFAULTS):
             raise ValueError(f"M at inference ({self.m_inference}) must be >= C ({self.context_size})")
 
 
-def settings(scale: Scale | str | CormConfig | None = None, **changes) -> CormConfig:
+def settings(scale: CormSettings = None, **changes) -> CormConfig:
     """CoRM-RAG's knobs at a scale (its defaults, with ``changes``); a config passes through."""
     return CormConfig.settings(scale, **changes)
+
+
+# what every CoRM stage takes: a config, or a scale (its name or ``Scale``; None: the session's)
+# meaning CoRM's defaults there
+CormSettings = Union[CormConfig, Scale, str, None]

@@ -16,7 +16,7 @@ import pandas as pd
 
 from robustkit import resources
 from robustkit.corm.build import build
-from robustkit.corm.config import CormConfig, settings
+from robustkit.corm.config import CormSettings, settings
 from robustkit.corm.groups import soft_by_key
 from robustkit.corm.pipeline import test_queries
 from robustkit.data import mini_rewrites
@@ -26,7 +26,7 @@ from robustkit.metrics import separation_auc
 KINDS = ("gold", "premise-matching", "distractor")
 
 
-def passage_kinds(cfg: CormConfig | None = None) -> Callable[[str, str], str]:
+def passage_kinds(cfg: CormSettings = None) -> Callable[[str, str], str]:
     """``kind_of(question_id, doc_id)`` over the scale's training and test questions."""
     cfg = settings(cfg)
     corpus = resources.corpus_for(cfg.scale)
@@ -48,7 +48,7 @@ def passage_kinds(cfg: CormConfig | None = None) -> Callable[[str, str], str]:
     return kind_of
 
 
-def labels_by_kind(cfg: CormConfig | None, labels: Sequence[dict],
+def labels_by_kind(cfg: CormSettings, labels: Sequence[dict],
                    soft: Sequence[dict] | None = None) -> pd.DataFrame:
     """The teacher's utility s per passage kind: how many candidates, their mean s, and the share
     the teacher calls useful under at least one rewrite (s > 0) and under all (s = 1); with
@@ -66,7 +66,7 @@ def labels_by_kind(cfg: CormConfig | None, labels: Sequence[dict],
     return table.reindex([k for k in KINDS if k in table.index]).round(3)
 
 
-def label_separation(cfg: CormConfig | None, labels: Sequence[dict], soft: Sequence[dict]) -> pd.DataFrame:
+def label_separation(cfg: CormSettings, labels: Sequence[dict], soft: Sequence[dict]) -> pd.DataFrame:
     """How well each label tells gold passages from the rest, one row per label (s, s_soft):
     AUC gold vs non-gold (ties count half, the Mann-Whitney U), the questions whose
     highest-labelled candidate is gold (ties: the share of gold among the tied), and the
@@ -105,7 +105,7 @@ def top1_by_kind(kind_of: Callable[[str, str], str], ranked: pd.DataFrame) -> pd
     return shares.loc[order].assign(n=kinds.groupby("method").size().loc[order])
 
 
-def rank_test_queries(cfg: CormConfig | None, names: Sequence[str], condition: str = "biased") -> pd.DataFrame:
+def rank_test_queries(cfg: CormSettings, names: Sequence[str], condition: str = "biased") -> pd.DataFrame:
     """Each named method's ranking of the test queries (no reading): method, question_id,
     query, ranked_ids — what ``top1_by_kind`` takes."""
     queries = test_queries(cfg)

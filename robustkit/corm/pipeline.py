@@ -20,7 +20,7 @@ from robustkit import resources
 from robustkit import methods as kit_methods
 from robustkit.corm import train
 from robustkit.corm.build import build
-from robustkit.corm.config import CormConfig, settings
+from robustkit.corm.config import CormSettings, settings
 from robustkit.corm.data import run_dir
 from robustkit.corm.experiments import ablation_changes, accuracy_ci
 from robustkit.data.records import PERTURBATION_TYPES, Corpus, Question, Rewrite, has_answer
@@ -29,7 +29,7 @@ from robustkit.methods import Query
 from robustkit.metrics import first_relevant_rank
 
 
-def test_queries(cfg: CormConfig | None = None) -> pd.DataFrame:
+def test_queries(cfg: CormSettings = None) -> pd.DataFrame:
     """One row per query: each test question clean, and each of its biased rewrites."""
     return queries_for(*train.test_set(cfg))
 
@@ -53,7 +53,7 @@ def queries_for(questions: Sequence[Question], rewrites: Sequence[Rewrite]) -> p
     return pd.DataFrame(rows)
 
 
-def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFrame, *,
+def run_methods(cfg: CormSettings, names: Sequence[str], queries: pd.DataFrame, *,
                 m: int | None = None, corpus: Corpus | None = None, retriever=None) -> pd.DataFrame:
     """Forced generation (γ off) for every named method and query; one row per (method, query),
     with where the first gold-bearing passage landed in each ranking (looked up in the corpus
@@ -80,7 +80,7 @@ def run_methods(cfg: CormConfig | None, names: Sequence[str], queries: pd.DataFr
     return results
 
 
-def llm_rerank_subset(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
+def llm_rerank_subset(cfg: CormSettings, queries: pd.DataFrame) -> pd.DataFrame:
     """The queries LLM-rerank is run on: all when ``cfg.llm_rerank_questions`` is 0, else the
     biased queries of that many sampled test questions (the paper reports its biased accuracy
     only, and each query costs one 135M pass per candidate)."""
@@ -92,7 +92,7 @@ def llm_rerank_subset(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataF
     return queries[queries["question_id"].isin(chosen) & (queries["condition"] == "biased")]
 
 
-def rerank_latency(cfg: CormConfig | None, names: Sequence[str], queries: Sequence[str]) -> pd.DataFrame:
+def rerank_latency(cfg: CormSettings, names: Sequence[str], queries: Sequence[str]) -> pd.DataFrame:
     """Reranking time per query (ms) for M dense candidates, measured now, with no cache, after
     one untimed warm-up pair, and where: the CPU (its threads) or GPU it ran on."""
     cfg = settings(cfg)
@@ -128,14 +128,14 @@ def compare_on_query(systems: dict, query: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def critic_scores(cfg: CormConfig | None, query: str, passages: dict, variants: Sequence[str]) -> pd.DataFrame:
+def critic_scores(cfg: CormSettings, query: str, passages: dict, variants: Sequence[str]) -> pd.DataFrame:
     """σ(z) of each critic variant for one query and a few labelled passages (label → Passage)."""
     texts = [p.content for p in passages.values()]
     return pd.DataFrame({"passage": list(passages), **{
         v: train.critic_scorer(cfg, v).score([query] * len(texts), texts) for v in variants}}).round(3)
 
 
-def ablation(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
+def ablation(cfg: CormSettings, queries: pd.DataFrame) -> pd.DataFrame:
     """Fig. 5: critics trained without one perturbation type (upsampled to the same number of
     groups) against the critic trained on all types, on the same biased queries
     (``ablation_changes``)."""
@@ -144,7 +144,7 @@ def ablation(cfg: CormConfig | None, queries: pd.DataFrame) -> pd.DataFrame:
     return ablation_changes(run_methods(settings(cfg), ["corm", *variants], biased), variants)
 
 
-def sensitivity(cfg: CormConfig | None, queries: pd.DataFrame,
+def sensitivity(cfg: CormSettings, queries: pd.DataFrame,
                 m_values: Sequence[int] | None = None) -> pd.DataFrame:
     """Fig. 6: biased accuracy (95% CI by question, n) as K (perturbations used in training), τ
     and M (candidates at inference) vary, one knob at a time around the defaults."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from robustkit import memo, resources
 from robustkit.artifacts import digest, read_manifest, stage
-from robustkit.corm.config import CormConfig, settings
+from robustkit.corm.config import CormConfig, CormSettings, settings
 from robustkit.corm.data import run_dir, train_questions
 from robustkit.crossencoder import MAX_LENGTH
 from robustkit.data import PERTURBATION_TYPES, Question, mini_rewrites, read_jsonl, write_jsonl
@@ -43,7 +43,7 @@ CRITIC_VARIANTS = {
 }
 
 
-def test_set(cfg: CormConfig | None = None) -> tuple[list[Question], list[Rewrite]]:
+def test_set(cfg: CormSettings = None) -> tuple[list[Question], list[Rewrite]]:
     """Test questions and one biased rewrite of each, its type rotated over the questions (the
     paper's protocol): at tiny the data/mini hand-written rewrite of that type, beyond it an
     adversary rewrite."""
@@ -56,7 +56,7 @@ def test_set(cfg: CormConfig | None = None) -> tuple[list[Question], list[Rewrit
     return questions, adversary_rewrites(cfg, questions, name="test_perturbations")
 
 
-def adversary_rewrites(cfg: CormConfig | None, questions: list[Question], *, k: int = 1,
+def adversary_rewrites(cfg: CormSettings, questions: list[Question], *, k: int = 1,
                        name: str) -> list[Rewrite]:
     """The adversary's ``k`` biased rewrites of each of any ``questions`` (a user's own too), their
     types rotated over questions and rewrites (the paper's protocol), validated, retried and, when
@@ -70,13 +70,13 @@ def adversary_rewrites(cfg: CormConfig | None, questions: list[Question], *, k: 
             for r in records]
 
 
-def perturbations(cfg: CormConfig | None = None) -> list[dict]:
+def perturbations(cfg: CormSettings = None) -> list[dict]:
     """K adversary rewrites per training question (notebook 01)."""
     cfg = settings(cfg)
     return _perturbations(cfg, train_questions(cfg), cfg.k_perturbations, "perturbations")
 
 
-def labels(cfg: CormConfig | None = None) -> list[dict]:
+def labels(cfg: CormSettings = None) -> list[dict]:
     """Teacher robustness labels s(x, d) for every training candidate (notebook 02); resumable."""
     from robustkit.corm.teacher import label
 
@@ -100,7 +100,7 @@ def labels(cfg: CormConfig | None = None) -> list[dict]:
     return stage(run_dir(cfg) / "labels.jsonl", inputs, build, read_jsonl)
 
 
-def soft_labels(cfg: CormConfig | None = None) -> list[dict]:
+def soft_labels(cfg: CormSettings = None) -> list[dict]:
     """The soft utility s_soft(x, d) of every labelled candidate (``teacher.answer_likelihoods``):
     one teacher-forced pass per (candidate, perturbation), aligned with ``labels``."""
     from robustkit.corm.teacher import answer_likelihoods
@@ -122,7 +122,7 @@ def soft_labels(cfg: CormConfig | None = None) -> list[dict]:
     return stage(run_dir(cfg) / "soft_labels.jsonl", inputs, build, read_jsonl)
 
 
-def labelling_cost(cfg: CormConfig | None = None):
+def labelling_cost(cfg: CormSettings = None):
     """What labelling cost, one row: the labels, the teacher generations they took, and of those
     how many the stage generated when it ran and how many it replayed from the call cache (a
     rerun over a warm cache generates none, yet costs the same on a cold one)."""
@@ -136,7 +136,7 @@ def labelling_cost(cfg: CormConfig | None = None):
                           "replayed from the call cache": stats["cache hits"]}])
 
 
-def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, soft: bool = False,
+def training_groups(cfg: CormSettings = None, *, relevance: bool = False, soft: bool = False,
                     k_prime: int | None = None, drop_type: str | None = None
                     ) -> tuple[list[dict], list[dict], dict]:
     """Listwise groups split into train / validation by question (notebook 03); ``soft``: labelled
@@ -168,7 +168,7 @@ def training_groups(cfg: CormConfig | None = None, *, relevance: bool = False, s
     return train, val, stats
 
 
-def warm_start_recipe(cfg: CormConfig | None = None):
+def warm_start_recipe(cfg: CormSettings = None):
     """The relevance model's recipe that ``cfg``'s warm-start knobs name (``crossencoder.relevance``);
     at CoRM's defaults it is the scale's own, the model CRAG grades retrieval with."""
     from robustkit.crossencoder.relevance import recipe
@@ -178,7 +178,7 @@ def warm_start_recipe(cfg: CormConfig | None = None):
                   m=cfg.warm_start_m, epochs=cfg.warm_start_epochs, lr=cfg.warm_start_lr)
 
 
-def warm_start_groups(cfg: CormConfig | None = None) -> tuple[list[dict], list[dict], dict]:
+def warm_start_groups(cfg: CormSettings = None) -> tuple[list[dict], list[dict], dict]:
     """The relevance warm start's groups (train / validation by question): for each of
     ``warm_start_questions`` questions of ``warm_start_dataset``'s training split, its clean
     query over its dense top ``warm_start_m`` in that dataset's corpus, labelled by "contains a
@@ -192,7 +192,7 @@ def warm_start_groups(cfg: CormConfig | None = None) -> tuple[list[dict], list[d
     return groups_for(cfg.scale, warm_start_recipe(cfg))
 
 
-def warm_start(cfg: CormConfig | None = None, *, progress: bool = True) -> Path:
+def warm_start(cfg: CormSettings = None, *, progress: bool = True) -> Path:
     """Train (or reuse) the relevance warm start every cross-encoder variant starts from: the
     kit's relevance cross-encoder (``crossencoder.relevance_model``) at ``cfg``'s recipe.
 
@@ -204,7 +204,7 @@ def warm_start(cfg: CormConfig | None = None, *, progress: bool = True) -> Path:
     return relevance_model(cfg.scale, warm_start_recipe(cfg), progress=progress)
 
 
-def critic_start(cfg: CormConfig | None = None) -> tuple[str, str, str]:
+def critic_start(cfg: CormSettings = None) -> tuple[str, str, str]:
     """Where every critic variant starts: (path, base model name, identity for manifests) — the
     warm start when ``cfg.warm_start``, else ``critic_init``'s bi-encoder (a fresh head)."""
     cfg = settings(cfg)
@@ -215,7 +215,7 @@ def critic_start(cfg: CormConfig | None = None) -> tuple[str, str, str]:
     return str(path), init.name, f"warm-start:{read_manifest(path)['sha256']}"
 
 
-def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
+def train_critic(cfg: CormSettings = None, variant: str = "corm", *,
                  progress: bool = True) -> Path:
     """Train (or reuse) one critic variant of ``CRITIC_VARIANTS``; returns its model folder."""
     from robustkit.crossencoder.train import pass_budget, train
@@ -242,7 +242,7 @@ def train_critic(cfg: CormConfig | None = None, variant: str = "corm", *,
     return stage(run_dir(cfg) / "critics" / variant, inputs, build, lambda path: path)
 
 
-def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
+def critic_scorer(cfg: CormSettings = None, variant: str = "corm"):
     """A ``CrossEncoderScorer`` for one critic variant (trained on demand), loaded once per
     process, its scores kept on disk by checkpoint; ``"warm-start"`` is the relevance warm start
     they all start from. ``"relevance-ce"`` is the pretrained relevance cross-encoder where the
@@ -257,7 +257,7 @@ def critic_scorer(cfg: CormConfig | None = None, variant: str = "corm"):
     return stored_scorer(str(path), read_manifest(path)["sha256"])
 
 
-def training_history(cfg: CormConfig | None, variants: list[str], *, start: bool = True):
+def training_history(cfg: CormSettings, variants: list[str], *, start: bool = True):
     """The logged train/val history of several critics as one tidy table; ``step`` counts
     optimiser steps (a validation row sits at its epoch's last step) and ``val groups`` the
     held-out groups a critic is validated on: its own (the relevance CE's hold clean queries and
@@ -316,7 +316,7 @@ def _validate(model, val_groups: list[dict], loss: str, tau: float, batch_groups
                         make_loss(loss, tau), batch_groups)
 
 
-def compare_on_validation(cfg: CormConfig | None, variants: list[str]):
+def compare_on_validation(cfg: CormSettings, variants: list[str]):
     """Every critic scored on the *same* held-out CoRM groups (teacher utilities as gains)."""
     import pandas as pd
 
@@ -335,7 +335,7 @@ def compare_on_validation(cfg: CormConfig | None, variants: list[str]):
     return pd.DataFrame(rows).round(3)
 
 
-def gamma_at_coverage(cfg: CormConfig | None = None, coverage: float | None = None,
+def gamma_at_coverage(cfg: CormSettings = None, coverage: float | None = None,
                       variant: str = "corm") -> float:
     """The γ at which Algorithm 1 answers ``coverage`` (default ``cfg.abstain_coverage``) of the
     *validation* questions' perturbed queries (held-out training questions, never a test
@@ -351,7 +351,7 @@ def gamma_at_coverage(cfg: CormConfig | None = None, coverage: float | None = No
     return threshold_at_coverage([scores[0] for _, scores in ranked], coverage)
 
 
-def prior_weight(cfg: CormConfig | None = None, variant: str = "corm"):
+def prior_weight(cfg: CormSettings = None, variant: str = "corm"):
     """The retrieval prior's λ (``corm.method``), chosen on the critic's *validation* questions'
     biased queries (held-out training questions) over the same M dense candidates as at test:
     the λ whose ranking puts a gold-bearing passage highest (MRR). Returns (λ, MRR per λ).
@@ -392,7 +392,7 @@ def _m_inference(cfg: CormConfig) -> int:
     return min(cfg.m_inference, len(resources.corpus_for(cfg.scale)))
 
 
-def export_groups(cfg: CormConfig | None, path: str | Path) -> Path:
+def export_groups(cfg: CormSettings, path: str | Path) -> Path:
     """Write the critic's training groups (with texts) for a GPU run elsewhere."""
     train_groups, val_groups, _ = training_groups(cfg)
     write_jsonl(path, train_groups + val_groups)
@@ -415,7 +415,8 @@ def _perturbations(cfg: CormConfig, questions: list[Question], k: int, name: str
         write_jsonl(out, records)
         return {"llm share": sum(r["source"] == "llm" for r in records) / len(records)}
 
-    return stage(run_dir(cfg) / f"{name}.jsonl", inputs, build, read_jsonl)
+    # rewriting questions trains nothing: a user's own questions get theirs under load-only too
+    return stage(run_dir(cfg) / f"{name}.jsonl", inputs, build, read_jsonl, trains=False)
 
 
 def _question_rows(questions: list[Question]) -> list:

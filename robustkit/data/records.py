@@ -1,7 +1,8 @@
 """Record types, answer normalisation and strict file readers shared by every data tier.
 
-Answer normalisation follows the SQuAD / NQ-open evaluation script: lower-case, drop
-punctuation and the articles a/an/the, collapse whitespace.
+Answer normalisation follows the SQuAD / NQ-open evaluation script (lower-case, drop
+punctuation and the articles a/an/the, collapse whitespace) and also folds diacritics, since
+public benchmarks spell one name both ways ("Leoš Janáček", "Leos Janacek").
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import io
 import json
 import re
 import string
+import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,11 +142,21 @@ def _check_strings(record, *names: str) -> None:
 
 
 def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower-case, no punctuation, no articles, single spaces."""
-    text = text.lower()
+    """SQuAD normalisation — lower-case, no punctuation, no articles, single spaces — with
+    diacritics folded as a reader reads them: "Gaudí" is "gaudi", "Jørn" "jorn", "Łódź" "lodz"."""
+    text = fold_diacritics(text.lower())
     text = "".join(ch for ch in text if ch not in _PUNCT)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return " ".join(text.split())
+
+
+def fold_diacritics(text: str) -> str:
+    """Drop accents (Unicode decomposition, combining marks removed) and spell the letters that do
+    not decompose (ø, ł, đ, ß, æ, œ, þ, ð, ı) in plain Latin, as English-language gold answers do."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSED))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 def contains_answer(text: str, answers: Iterable[str]) -> bool:
@@ -255,6 +267,9 @@ def _open_text(path: Path) -> Iterator[str]:
 
 
 _POSSESSIVE = re.compile(r"['’]s\b")
+_UNDECOMPOSED = str.maketrans({"ø": "o", "Ø": "O", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "ß": "ss",
+                               "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "þ": "th", "Þ": "Th",
+                               "ð": "d", "Ð": "D", "ı": "i"})
 _PUNCT = set(string.punctuation) | {"‘", "’", "“", "”", "–", "—"}
 
 

@@ -153,7 +153,7 @@ def revisions_at_any_tau(cfg: FVAConfig | None = None, results: pd.DataFrame | N
     # CRAG's evaluator does not touch FVA-RAG's revisions, so its state is not among their inputs
     inputs = {**{k: v for k, v in run_log(cfg, judge).items() if k != "crag evaluator"},
               "results": _digest(results)}
-    return pd.DataFrame(stage(run_dir(cfg) / "revisions_any_tau.jsonl", inputs, build, read_jsonl))
+    return pd.DataFrame(stage(run_dir(cfg) / "revisions_any_tau.jsonl", inputs, build, read_jsonl, trains=False))
 
 
 def _staged_or_missing(identity, cfg):
@@ -187,7 +187,7 @@ def mc_table(cfg: FVAConfig | None = None) -> pd.DataFrame:
         write_jsonl(out, mc_scores(generator, entries).to_dict("records"))
         return {"questions": len(entries)}
 
-    scores = pd.DataFrame(stage(run_dir(cfg) / "mc.jsonl", inputs, build, read_jsonl))
+    scores = pd.DataFrame(stage(run_dir(cfg) / "mc.jsonl", inputs, build, read_jsonl, trains=False))
     summary = scores.groupby(scores["category"].map(stratum))[["mc1", "mc2"]].mean()
     summary.loc["all"] = scores[["mc1", "mc2"]].mean()
     return (100 * summary).round(1).assign(n=scores.groupby(scores["category"].map(stratum)).size()
