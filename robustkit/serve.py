@@ -168,9 +168,9 @@ def main(method_name: str, scale=None, host: str = "127.0.0.1", port: int = 8000
     from robustkit.config import get_scale
 
     scale = get_scale(scale)
-    passages, retriever = resources.own_corpus(corpus, scale) if corpus else (None, None)
-    method = registry.build(method_name, scale, corpus=passages, retriever=retriever)
-    passages = passages if passages is not None else resources.corpus_for(scale)
+    own, retriever = resources.own_corpus(corpus, scale) if corpus else (None, None)
+    method = registry.build(method_name, scale, corpus=own, retriever=retriever)
+    passages = own if own is not None else resources.corpus_for(scale)  # where replies' passage ids are looked up
     print(f"[robustkit] serving {method.name} over {passages.name} ({len(passages):,} passages) at "
           f"http://{host}:{port}/v1 (OpenAI chat completions, model {method.name!r}; plain JSON at /v1/rag)",
           flush=True)

@@ -3,6 +3,8 @@ the tables' arithmetic, and, on loopback, `robustkit serve --method dense --corp
 a researcher's own questions, and `--method corm` giving, query for query, the verdicts the kit's own
 run gives (notebook 04)."""
 import json
+import os
+import subprocess
 import sys
 
 import pandas as pd
@@ -114,9 +116,6 @@ def test_serve_and_audit_read_a_researchers_own_corpus(tmp_path):
     """`serve --corpus FILE` answers from the researcher's passages, as the method built in-process
     over them does, and `audit --questions FILE` of that server asks each question and its
     hand-written rewrite and writes its report."""
-    import os
-    import subprocess
-
     from robustkit import registry
     from robustkit.data import read_corpus
     from robustkit.retrieval import DenseRetriever, load_embedder

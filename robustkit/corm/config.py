@@ -97,11 +97,11 @@ class CormConfig(MethodConfig, what="CoRM", defaults=DEFAULTS):
             raise ValueError(f"M at inference ({self.m_inference}) must be >= C ({self.context_size})")
 
 
-def settings(scale: CormSettings = None, **changes) -> CormConfig:
-    """CoRM-RAG's knobs at a scale (its defaults, with ``changes``); a config passes through."""
-    return CormConfig.settings(scale, **changes)
-
-
 # what every CoRM stage takes: a config, or a scale (its name or ``Scale``; None: the session's)
 # meaning CoRM's defaults there
 CormSettings = Union[CormConfig, Scale, str, None]
+
+
+def settings(scale: CormSettings = None, **changes) -> CormConfig:
+    """CoRM-RAG's knobs at a scale (its defaults, with ``changes``); a config passes through."""
+    return CormConfig.settings(scale, **changes)
