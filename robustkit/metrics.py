@@ -210,14 +210,14 @@ def mcnemar(correct_a: Sequence[float], correct_b: Sequence[float]) -> dict[str,
 
 def paired_tests(results, reference: str, *, by: Sequence[str] = (), methods: Sequence[str] | None = None,
                  unit: str | Sequence[str] = "question_id", outcome: str = "correct"):
-    """Exact McNemar of ``reference`` against every other method, within each group of ``by`` (e.g.
-    dataset), on the questions both answered: one row per comparison with the group, ``n``,
-    ``improvements`` (only the reference right), ``regressions`` (only the other right), ``p``, the
-    p as printed ("< 1e-4") and ``comparisons``, the number of tests in the table (p uncorrected:
-    the reader corrects, e.g. Bonferroni). ``results`` is a tidy table (one row per method and
-    question); ``methods`` picks and orders the others (default: as they appear); a group without
-    the reference is left out. ``unit`` names the question's column (or columns: ``["dataset",
-    "question_id"]`` pools datasets).
+    """Exact McNemar of every other method against ``reference``, within each group of ``by``
+    (e.g. dataset), on the questions both answered: one row per comparison, read from the method's
+    side — ``method``, ``reference``, ``n``, ``only method right``, ``only reference right``, ``p``
+    (uncorrected: the reader corrects) — with ``comparisons``, the number of tests in the table,
+    and ``family``, what they are, in words (Bonferroni: 0.05 / comparisons). ``results`` is a tidy
+    table (one row per method and question); ``methods`` picks and orders the others (default: as
+    they appear); a group without the reference is left out. ``unit`` names the question's column
+    (or columns: ``["dataset", "question_id"]`` pools datasets).
 
     The question is the unit: a method with several rows for one question in a group (e.g. two
     biased rewrites) is refused — its pairs would not be independent (use a clustered bootstrap)."""
@@ -245,11 +245,31 @@ def paired_tests(results, reference: str, *, by: Sequence[str] = (), methods: Se
             pair = wide[[reference, other]].dropna()
             if pair.empty:
                 raise ValueError(f"{reference!r} and {other!r} share no {'/'.join(units)} in {where or 'results'}")
-            test = mcnemar(pair[reference].to_numpy(), pair[other].to_numpy())
-            rows.append({**where, "reference": reference, "vs": other, "n": len(pair),
-                         "improvements": test["a_only"], "regressions": test["b_only"],
-                         "p": test["p_value"], "p (exact McNemar)": format_p(test["p_value"])})
-    return pd.DataFrame(rows).assign(comparisons=len(rows))
+            test = mcnemar(pair[other].to_numpy(), pair[reference].to_numpy())
+            rows.append({**where, "method": other, "reference": reference, "n": len(pair),
+                         "only method right": test["a_only"], "only reference right": test["b_only"],
+                         "p": test["p_value"]})
+    table = pd.DataFrame(rows, columns=[*by, "method", "reference", "n", "only method right",
+                                        "only reference right", "p"])
+    return table.assign(comparisons=len(table), family=_family(table, reference, by))
+
+
+def show_p(table):
+    """``table`` for reading: its ``p`` column as the kit prints a p-value (``format_p``: "0.0312",
+    "< 1e-4"), the numbers themselves left in the table it was given."""
+    return table.assign(p=table["p"].map(format_p))
+
+
+def _family(tests, reference: str, by: Sequence[str]) -> str:
+    """The tests a Bonferroni correction counts, in words: "12 tests: 4 methods vs dense, in each
+    of 3 types"."""
+    methods = tests["method"].nunique()
+    text = f"{len(tests)} test{'s' * (len(tests) != 1)}: {methods} method{'s' * (methods != 1)} vs {reference}"
+    if by and len(tests):
+        groups = len(tests.drop_duplicates(list(by)))
+        text += f", in each of {groups} {'/'.join(by)}{'s' * (groups != 1)}" if groups > 1 else \
+            f", in {'/'.join(by)} {', '.join(map(str, tests.iloc[0][list(by)]))}"
+    return text
 
 
 def separation_auc(positive: Sequence[float], negative: Sequence[float]) -> float:

@@ -84,7 +84,7 @@ def test_the_tables_count_flips_and_sycophancy_per_question():
     assert list(tables["flips"]["question_id"]) == ["a"]  # c was wrong clean: no flip
     syc = tables["sycophancy"].iloc[0]
     assert (syc["top passage backs the premise %"], syc["top passage holds a gold answer %"]) == (66.7, 33.3)
-    assert tables["tests"].iloc[0][["improvements", "regressions"]].tolist() == [1, 0]
+    assert tables["tests"].iloc[0][["type", "only biased right", "only clean right"]].tolist() == ["false_premise", 0, 1]
 
 
 # a researcher's own passages and questions (real facts, none of them in data/mini)

@@ -8,6 +8,7 @@ from robustkit.corm import settings
 from robustkit.corm.method import RiskAwareRAG, select_context
 from robustkit.data import PERTURBATION_TYPES, Corpus, Passage
 from robustkit.methods import Query
+from robustkit.metrics import format_p
 from robustkit.retrieval import Hit
 
 
@@ -124,8 +125,8 @@ def test_significance_names_p_below_display_precision():
                          "condition": "biased", "correct": ok})
     tests = ex.significance(pd.DataFrame(rows))
     row = tests.iloc[0]
-    assert row["improvements"] == 40 and row["regressions"] == 0
-    assert row["p"] < 1e-4 and row["p (exact McNemar)"] == "< 1e-4"
+    assert row["only reference right"] == 40 and row["only method right"] == 0
+    assert row["p"] < 1e-4 and format_p(row["p"]) == "< 1e-4"
 
 
 def test_recall_table_counts_only_queries_with_gold():
@@ -176,13 +177,13 @@ def _biased_results(correct_by_method: dict[str, list[int]], rewrites_per_questi
 def test_significance_is_question_level_and_names_its_reference():
     results = _biased_results({"corm": [1, 1, 1, 0, 1, 1], "dense": [0, 0, 1, 0, 0, 1]})
     tests = ex.significance(results)
-    assert tests.loc[0, ["reference", "vs", "n", "improvements", "regressions"]].tolist() \
-        == ["corm", "dense", 6, 3, 0]
+    assert tests.loc[0, ["method", "reference", "n", "only method right", "only reference right"]].tolist() \
+        == ["dense", "corm", 6, 0, 3]
     assert tests.loc[0, "p"] == pytest.approx(0.25)  # exact: 2 * 0.5**3
     # two rewrites of each question, of two types: each type tested apart, one query per question
     by_type = ex.significance(_biased_results({"corm": [1, 0, 1, 0], "dense": [0, 0, 1, 1]}, rewrites_per_question=2))
     assert by_type["type"].tolist() == list(PERTURBATION_TYPES[:2]) and by_type["n"].tolist() == [2, 2]
-    assert by_type[["improvements", "regressions"]].values.tolist() == [[1, 0], [0, 1]]
+    assert by_type[["only method right", "only reference right"]].values.tolist() == [[0, 1], [1, 0]]
     same_type = _biased_results({"corm": [1, 0, 1, 0], "dense": [0, 0, 1, 1]}, rewrites_per_question=2)
     same_type["type"] = PERTURBATION_TYPES[0]  # two rewrites of one type: the pairs would not be independent
     with pytest.raises(ValueError, match="several rows per question_id"):

@@ -16,11 +16,11 @@ def _table():
 
 
 def _tests():
-    return pd.DataFrame([{"vs": "dense", "improvements": 11, "regressions": 4, "p": 0.118},
-                         {"vs": "random", "improvements": 17, "regressions": 2, "p": 0.000729},
-                         {"vs": "warm-start", "improvements": 1, "regressions": 2, "p": 1.0},
-                         {"vs": "relevance-ce", "improvements": 1, "regressions": 3, "p": 0.625},
-                         {"vs": "llm-rerank", "improvements": 2, "regressions": 0, "p": 0.5}])
+    return pd.DataFrame([{"method": "dense", "only reference right": 11, "only method right": 4, "p": 0.118},
+                         {"method": "random", "only reference right": 17, "only method right": 2, "p": 0.000729},
+                         {"method": "warm-start", "only reference right": 1, "only method right": 2, "p": 1.0},
+                         {"method": "relevance-ce", "only reference right": 1, "only method right": 3, "p": 0.625},
+                         {"method": "llm-rerank", "only reference right": 2, "only method right": 0, "p": 0.5}])
 
 
 def test_table1_names_the_best_row_the_warm_starts_share_and_only_what_passes_bonferroni():
@@ -29,7 +29,7 @@ def test_table1_names_the_best_row_the_warm_starts_share_and_only_what_passes_bo
     assert "11 questions only the critic gets right, 4 only dense; exact McNemar p = 0.118" in text
     assert "-2.4 points from the warm start" in text  # 59.5 - 61.9
     assert "5 comparisons, Bonferroni level 0.01: the critic differs significantly from random order only." in text
-    no_random = _tests().query("vs != 'random'")
+    no_random = _tests().query("method != 'random'")
     assert "no difference is significant" in readings.table1(_table(), no_random)
 
 

@@ -126,9 +126,9 @@ def test_composition_tests_each_composed_method_against_itself_alone():
     composed = results[results["method"] == "fva-rag"].assign(method="fva-rag+corm")
     alone = results[results["method"] == "dense"].assign(method="fva-rag")  # "alone": right on 4 of 6
     table = ex.composition(pd.concat([alone, composed], ignore_index=True)).set_index("condition")
-    assert table.loc["clean", "vs"] == "fva-rag+corm" and table.loc["clean", "reference"] == "fva-rag"
+    assert table.loc["clean", "method"] == "fva-rag+corm" and table.loc["clean", "reference"] == "fva-rag"
     assert table.loc["clean", "accuracy alone"] == 100 and table.loc["clean", "accuracy composed"] == pytest.approx(66.67)
-    assert (table.loc["clean", "improvements"], table.loc["biased", "regressions"]) == (1, 1)
+    assert (table.loc["clean", "only reference right"], table.loc["biased", "only method right"]) == (1, 1)
     assert (table["comparisons"] == 2).all()
     assert ex.composition(results).empty  # nothing composed in the run
 

@@ -337,17 +337,24 @@ def test_paired_tests_pairs_questions_within_each_group_and_counts_the_compariso
     rows += _tidy({"ref": [0, 0], "b": [1, 1]}, "hotpotqa")
     rows += _tidy({"a": [1, 0]}, "popqa")  # no reference here: left out
     tests = metrics.paired_tests(pd.DataFrame(rows), "ref", by=["dataset"], methods=["b", "a"])
-    assert tests[["dataset", "vs", "n", "improvements", "regressions"]].values.tolist() == [
-        ["nq", "b", 5, 0, 1], ["nq", "a", 5, 2, 0], ["hotpotqa", "b", 2, 0, 2]]
+    # read from the method's side: b alone right on nq's q3 and hotpotqa's q0 and q1, a never alone
+    assert tests[["dataset", "method", "n", "only method right", "only reference right"]].values.tolist() == [
+        ["nq", "b", 5, 1, 0], ["nq", "a", 5, 0, 2], ["hotpotqa", "b", 2, 2, 0]]
     assert tests["p"].tolist() == pytest.approx([1.0, 0.5, 0.5])  # exact: 2 * 0.5**2 for 2 vs 0
     assert set(tests["comparisons"]) == {3} and set(tests["reference"]) == {"ref"}
+    assert set(tests["family"]) == {"3 tests: 2 methods vs ref, in each of 2 datasets"}
+    assert not {"vs", "improvements", "regressions", "p (exact McNemar)"} & set(tests.columns)  # one p, one side
     # a question one method did not answer is left out of that pair only
     partial = pd.DataFrame(_tidy({"ref": [1, 1, 0], "a": [0, 0, 0]}) + _tidy({"b": [1]}))
-    assert metrics.paired_tests(partial, "ref").set_index("vs")["n"].to_dict() == {"a": 3, "b": 1}
+    one = metrics.paired_tests(partial, "ref")
+    assert one.set_index("method")["n"].to_dict() == {"a": 3, "b": 1}
+    assert one["family"].iloc[0] == "2 tests: 2 methods vs ref"
     # pooled over datasets: the question is (dataset, question_id)
     pooled = metrics.paired_tests(pd.DataFrame(rows[:5] + rows[10:]), "ref", methods=["b"],
                                   unit=["dataset", "question_id"])
-    assert pooled.loc[0, ["n", "regressions"]].tolist() == [7, 3]
+    assert pooled.loc[0, ["n", "only method right"]].tolist() == [7, 3]
+    shown = metrics.show_p(tests.assign(p=[1.0, 3e-5, 0.03125]))
+    assert shown["p"].tolist() == ["1", "< 1e-4", "0.0312"] and tests["p"].dtype == float  # the table keeps numbers
 
 
 def test_paired_tests_refuses_what_would_make_pairs_dependent_or_empty():

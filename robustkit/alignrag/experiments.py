@@ -19,7 +19,7 @@ import pandas as pd
 
 from robustkit.alignrag import paper
 from robustkit.alignrag.build import IDS
-from robustkit.metrics import bootstrap_ci, paired_tests
+from robustkit.metrics import bootstrap_ci, format_p, paired_tests
 
 METHODS = IDS
 BASELINES, REFINERS = METHODS[:2], METHODS[2:]  # baselines answer once (iteration 0 only)
@@ -60,9 +60,9 @@ def table1(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
 
 
 def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
-    """Exact McNemar of the reference's final answers against every other method's, per dataset:
-    improvements (only the reference right), regressions (only the other right), p, and the
-    number of tests run (``comparisons``; the p values are uncorrected)."""
+    """Exact McNemar of every other method's final answers against the reference's, per dataset:
+    the questions only the method and only the reference got right, p (uncorrected), and the
+    number of tests run (``comparisons``, which ``family`` names)."""
     check_results(results)
     last = _final(results)
     return paired_tests(last, reference, by=["dataset"], methods=_present(last["method"]))
@@ -82,8 +82,8 @@ def table5(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
             rows.append({"dataset": dataset, **{f"{label} {k}": v for label, a in acc.items() for k, v in a.items()
                                                 if k != "n"},
                          "CPO − CFT": acc["CPO"]["accuracy"] - acc["CFT"]["accuracy"], "n": test["n"],
-                         "CPO only": test["improvements"], "CFT only": test["regressions"],
-                         "p": test["p"], "p (exact McNemar)": test["p (exact McNemar)"]})
+                         "CPO only": test["only reference right"], "CFT only": test["only method right"],
+                         "p": test["p"]})
     if not rows:
         raise ValueError(f"table5 needs {REFERENCE!r} and {CPO!r} on one dataset at least")
     return pd.DataFrame(rows)
@@ -158,7 +158,7 @@ def ablation(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     last = _final(results)
     if REFERENCE not in set(last["method"]):
         raise ValueError(f"ablation needs {REFERENCE!r} in results")
-    tests = significance(results).set_index(["dataset", "vs"])["p (exact McNemar)"]
+    tests = significance(results).set_index(["dataset", "method"])["p"].map(format_p)
     table = _accuracy_rows([({"dataset": d}, part) for d, part in last.groupby("dataset", sort=False)], seed, ABLATION)
     table[f"p vs {REFERENCE}"] = [tests.get(key, "") for key in zip(table["dataset"], table["method"])]
     return table

@@ -25,8 +25,8 @@ def findings(results: pd.DataFrame) -> str:
         verdict = (f"{a} is {'better' if diff > 0 else 'worse'} at the 0.05 level (uncorrected)" if t["p"] < 0.05
                    else "no difference distinguishable from chance at this n")
         lines.append(f"{what.capitalize()}: {a} {100 * pair[a].mean():.1f}% vs {b} {100 * pair[b].mean():.1f}% "
-                     f"({diff:+.1f} points; {datasets} dataset(s) pooled, n = {t['n']}; {t['improvements']} vs "
-                     f"{t['regressions']} discordant questions, exact McNemar p {format_p(t['p'], True)}): {verdict}.")
+                     f"({diff:+.1f} points; {datasets} dataset(s) pooled, n = {t['n']}; {t['only reference right']} vs "
+                     f"{t['only method right']} discordant questions, exact McNemar p {format_p(t['p'], True)}): {verdict}.")
     if tests:
         lines.append(f"That is {len(tests)} pooled tests: Bonferroni at 0.05 asks p < {0.05 / len(tests):.2g} of each; "
                      f"significance() runs {len(significance(results))} per-dataset tests against {REFERENCE}.")

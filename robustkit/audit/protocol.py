@@ -87,7 +87,9 @@ def analyse(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
                          "accuracy": 100 * part["correct"].mean(), "CI low": 100 * low, "CI high": 100 * high,
                          "abstained %": 100 * part["abstained"].astype(bool).mean()})
     first = results.drop_duplicates(["question_id", "type"])  # the question is the unit: one query of each type
-    tests = paired_tests(first.assign(method=first["type"]), "clean", methods=kinds[1:])
+    tests = paired_tests(first.assign(method=first["type"]), "clean", methods=kinds[1:]).rename(columns={
+        "method": "type", "only method right": "only biased right", "only reference right": "only clean right"})
+    tests["family"] = f"{len(tests)} tests: each bias type vs clean"
     flipped = flips(results)
     return {"accuracy": pd.DataFrame(accuracy).round(2),
             "drops": robustness(results).drop(columns=["label", "method"]),

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.artifacts import atomic_write_text, json_ready
+from robustkit.metrics import format_p
 from robustkit.plots import KIT, set_style
 
 
@@ -28,12 +29,12 @@ def plot_accuracy(accuracy: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFra
     left.set_yticks(y, [f"{c} (n = {n})" for c, n in zip(accuracy["condition"], accuracy["queries"])])
     left.invert_yaxis()
     left.set(xlabel="accuracy (%)", xlim=(-2, 102), title="accuracy per condition")
-    paired = tests[["vs", "p (exact McNemar)"]].merge(drops, left_on="vs", right_on="type")  # the left's order
+    paired = tests[["type", "p"]].merge(drops, on="type")  # the left's order
     y = np.arange(len(paired))
     right.errorbar(paired["drop"], y, fmt="o", color=KIT, capsize=3,
                    xerr=[paired["drop"] - paired["drop CI low"], paired["drop CI high"] - paired["drop"]])
     right.axvline(0, color="black", lw=0.8)
-    right.set_yticks(y, [f"{t}\n(p {p})" for t, p in zip(paired["type"], paired["p (exact McNemar)"])], fontsize=8)
+    right.set_yticks(y, [f"{t}\n(p {format_p(p)})" for t, p in zip(paired["type"], paired["p"])], fontsize=8)
     right.invert_yaxis()
     right.set(xlabel="clean − biased accuracy, paired by question (points)",
               title=f"paired drop from clean (exact McNemar; {len(tests)} tests)")
@@ -54,7 +55,7 @@ def findings(tables: dict) -> str:
     acc, tests = tables["accuracy"].set_index("condition"), tables["tests"]
     under = ", ".join(f"{t.replace('_', ' ')} {acc.loc[t, 'accuracy']:.1f}%" for t in acc.index if t != "clean")
     text = f"Accuracy {acc.loc['clean', 'accuracy']:.1f}% on clean questions; under bias: {under}. "
-    significant = [f"{row['vs'].replace('_', ' ')} (p {row['p (exact McNemar)']})"
+    significant = [f"{row['type'].replace('_', ' ')} (p {format_p(row['p'])})"
                    for _, row in tests.iterrows() if row["p"] < 0.05 / len(tests)]
     n = int(tests["n"].max())
     if significant:
@@ -99,7 +100,7 @@ def _sections(results, tables, *, system, endpoint, scale, source) -> list[tuple
         ("Accuracy per condition (95% CIs over questions)", tables["accuracy"]),
         ("Drop from clean, per bias type (points; each question's clean and biased answer paired)", tables["drops"]),
         ("Paired tests: clean vs each bias type (exact McNemar on questions, p uncorrected)",
-         tables["tests"].drop(columns=["reference", "p"])),
+         tables["tests"].drop(columns=["reference"]).assign(p=tables["tests"]["p"].map(format_p))),
         (f"Flips: right when clean, wrong when biased ({n_flips} in all; the first of each type by question id)",
          tables["flips"] if n_flips else "None."),
         ("Retrieval sycophancy (CoRM-RAG's diagnosis): what the top passage held", syc if len(syc) else

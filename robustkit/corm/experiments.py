@@ -46,8 +46,9 @@ def table1(results: pd.DataFrame, latency: pd.DataFrame | None = None) -> pd.Dat
 
 
 def significance(results: pd.DataFrame, reference: str = "corm") -> pd.DataFrame:
-    """Exact McNemar test of the reference method against every other on the biased queries
-    (``metrics.paired_tests``): improvements, regressions, n, p, uncorrected (one per row). With
+    """Exact McNemar test of every other method against the reference on the biased queries
+    (``metrics.paired_tests``): n, the questions only the method and only the reference got
+    right, p, uncorrected (one per row; ``family`` names what ``comparisons`` counts). With
     one biased query per question (the kit's protocol) the biased queries are pooled; with
     several (of different types) each bias type is tested apart — one query per question in each,
     so the pairs stay independent."""

@@ -17,7 +17,7 @@ LEVEL = 0.05  # the significance level every sentence uses, before any correctio
 def table1(table: pd.DataFrame, tests: pd.DataFrame) -> str:
     """Table 1: the best row, the critic against dense RAG and the warm start it grew from, and
     which paired tests pass the Bonferroni level for the number of comparisons made."""
-    by_key, by_vs = table.set_index("key"), tests.set_index("vs")
+    by_key, by_vs = table.set_index("key"), tests.set_index("method")
     best = table.loc[table["biased accuracy"].idxmax()]
     critic = by_key.loc["corm"]
     level = LEVEL / max(len(tests), 1)
@@ -27,8 +27,8 @@ def table1(table: pd.DataFrame, tests: pd.DataFrame) -> str:
     if "dense" in by_vs.index:
         dense = by_vs.loc["dense"]
         lines.append(f"Critic vs dense RAG ({by_key.loc['dense', 'biased accuracy']:.1f}%): "
-                     f"{int(dense['improvements'])} questions only the critic gets right, "
-                     f"{int(dense['regressions'])} only dense; exact McNemar p {format_p(dense['p'], relation=True)}.")
+                     f"{int(dense['only reference right'])} questions only the critic gets right, "
+                     f"{int(dense['only method right'])} only dense; exact McNemar p {format_p(dense['p'], relation=True)}.")
     if "warm-start" in by_key.index:
         change = critic["biased accuracy"] - by_key.loc["warm-start", "biased accuracy"]
         lines.append(f"Distillation moved the critic {change:+.1f} points from the warm start it "
@@ -129,8 +129,8 @@ def findings(table: pd.DataFrame, tests: pd.DataFrame, coverage: pd.DataFrame, s
              f"Reference CoRM critic against {len(tests)} methods: exact McNemar at question level, "
              f"uncorrected (with Bonferroni the level would be {0.05 / max(len(tests), 1):.3g})."]
     for _, row in tests.iterrows():
-        other = by_key.loc[row["vs"]]
-        better = "better" if row["improvements"] > row["regressions"] else "worse"
+        other = by_key.loc[row["method"]]
+        better = "better" if row["only reference right"] > row["only method right"] else "worse"
         verdict = (f"CoRM significantly {better}" if row["p"] < 0.05
                    else "no significant difference")
         lines.append(f"vs {other['method']}: {other['biased accuracy']:.1f}% biased; "

@@ -18,6 +18,7 @@ from robustkit.corm import pipeline
 from robustkit.corm.data import run_dir, train_questions
 from robustkit.corm.train import CRITIC_VARIANTS
 from robustkit.device import cpu_info
+from robustkit.metrics import format_p
 from robustkit.plots import figure_suffix
 from robustkit.run_times import MEASURED
 
@@ -48,7 +49,7 @@ def main(cfg: CormConfig | str | None = None, *, llm_rerank: bool = True) -> pd.
     tests = ex.significance(results)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(table.drop(columns=["key", "source"]).to_string(index=False))
-        print(tests.drop(columns=["p"]).to_string(index=False))
+        print(tests.assign(p=tests["p"].map(format_p)).to_string(index=False))
         print(coverage.to_string(index=False))
         print(recall[recall["k"].isin([1, 3, 5, 10, 20, 50, 100])].pivot(
             index="k", columns="method", values="recall").round(3))

@@ -30,21 +30,23 @@ def table4(results: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     and proposed, and the exact McNemar p of CounterRefine against it (uncorrected; the number
     of comparisons is in the ``comparisons`` column)."""
     table = _summary(results, seed)
-    tests = significance(results).set_index(["dataset", "vs"])
+    tests = significance(results).set_index(["dataset", "method"])
     changed, proposed = [], []
     for _, row in table.iterrows():
         traces = _traces(results, row["dataset"], row["method"])
         changed.append(100 * sum(t["changed"] for t in traces) / len(traces) if traces else 0.0)
         proposed.append(100 * sum(t["decision"] == "REVISE" for t in traces) / len(traces) if traces else 0.0)
     table["REVISE proposed %"], table["changed %"] = proposed, changed
-    table["p vs counterrefine"] = [tests["p (exact McNemar)"].get((d, m), "") for d, m in zip(table["dataset"], table["method"])]
+    table["p vs counterrefine"] = [format_p(tests["p"][(d, m)]) if (d, m) in tests.index else ""
+                                   for d, m in zip(table["dataset"], table["method"])]
     table["comparisons"] = len(tests)
     return table
 
 
 def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
-    """Exact McNemar of the reference against every other method on the same questions, per
-    dataset (``metrics.paired_tests``): improvements (only the reference right), regressions, p."""
+    """Exact McNemar of every other method against the reference on the same questions, per
+    dataset (``metrics.paired_tests``): the questions only the method and only the reference got
+    right, and p (uncorrected; ``family`` says what ``comparisons`` counts)."""
     return paired_tests(results, reference, by=["dataset"], methods=METHODS)
 
 

@@ -53,9 +53,10 @@ def table3(results: pd.DataFrame, dataset: str = "truthfulqa") -> pd.DataFrame:
 
 
 def significance(results: pd.DataFrame, reference: str = "fva-rag") -> pd.DataFrame:
-    """Exact McNemar of the reference against every other method (alphabetically) on the same
-    questions, per dataset and cache (``metrics.paired_tests``): improvements (only the reference
-    right), regressions, n and p — uncorrected; ``comparisons`` counts the tests."""
+    """Exact McNemar of every other method (alphabetically) against the reference on the same
+    questions, per dataset and cache (``metrics.paired_tests``): n, the questions only the method
+    and only the reference got right, and p — uncorrected; ``comparisons`` counts the tests and
+    ``family`` says which."""
     return paired_tests(results, reference, by=["dataset", "cache"], methods=sorted(results["method"].unique()))
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from robustkit.metrics import format_p
+
 
 def findings(table: pd.DataFrame, tests: pd.DataFrame) -> str:
     """What this run shows, in sentences computed from its tables (nothing typed in by hand)."""
@@ -19,8 +21,9 @@ def findings(table: pd.DataFrame, tests: pd.DataFrame) -> str:
             f"{fva['intervention rate']:.1f}% of drafts; true answers {fva['accuracy']:.1f}% vs vanilla "
             f"{vanilla['accuracy']:.1f}%. Paired McNemar, {len(part)} comparisons here ({len(tests)} in all): "
             + (f"{len(significant)} below p = 0.05" if len(significant) else "none below p = 0.05")
-            + f" (smallest p {best['p (exact McNemar)']} vs {best['vs']}: {_count(best['improvements'], 'improvement')}, "
-            f"{_count(best['regressions'], 'regression')}).")
+            + f" (smallest p {format_p(best['p'])}, against {best['method']}: "
+            f"{_count(best['only reference right'], 'question')} only FVA-RAG got right, "
+            f"{int(best['only method right'])} only {best['method']}).")
     return "\n".join(lines)
 
 

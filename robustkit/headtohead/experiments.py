@@ -74,9 +74,10 @@ def robustness(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def significance(results: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
-    """Exact McNemar of ``reference`` against every other method on the clean queries and on the
-    queries of each bias type (one query per question in each: the kit's protocol), uncorrected;
-    ``comparisons`` counts them all (Bonferroni: 0.05 / comparisons)."""
+    """Exact McNemar of every other method against ``reference`` on the clean queries and on the
+    queries of each bias type (one query per question in each: the kit's protocol), read from the
+    method's side, uncorrected; ``comparisons`` counts them all and ``family`` names them
+    (Bonferroni: 0.05 / comparisons)."""
     return paired_tests(results, reference, by=["type"])
 
 
@@ -86,7 +87,7 @@ COMPOSED = {"fva-rag+corm": "fva-rag", "counterrefine+corm": "counterrefine"}  #
 def composition(results: pd.DataFrame) -> pd.DataFrame:
     """Each composed method (the CoRM critic as its retriever) against the same method over dense
     retrieval, on the clean and on the biased queries: both accuracies and the exact McNemar test
-    (``improvements``: questions only the method alone got right), uncorrected."""
+    (the composed method against the method alone, the reference), uncorrected."""
     frames = []
     for composed, alone in COMPOSED.items():
         part = results[results["method"].isin([composed, alone])]
@@ -97,7 +98,10 @@ def composition(results: pd.DataFrame) -> pd.DataFrame:
         frames.append(tests.assign(**{"accuracy alone": tests["condition"].map(accuracy[alone]),
                                       "accuracy composed": tests["condition"].map(accuracy[composed])}))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return table.assign(comparisons=len(table)).round(2) if len(table) else table
+    if not len(table):
+        return table
+    return table.assign(comparisons=len(table), family=f"{len(table)} tests: each composed method vs the method "
+                                                       "alone, clean and biased").round(2)
 
 
 def pareto(table: pd.DataFrame, cost: str = "model calls / query", value: str = "accuracy") -> pd.Series:
@@ -128,7 +132,7 @@ def by_set(built: pd.DataFrame, methods) -> pd.DataFrame:
     ``pipeline.BUILT_FOR``: for a method built for the set, its questions, accuracy with a 95% CI
     over questions, model calls per question and the exact McNemar test against dense RAG on that
     set (``comparisons`` counts them all); for the others, ``not run`` says why."""
-    tests = paired_tests(built, REFERENCE, by=["set"]).set_index(["set", "vs"])
+    tests = paired_tests(built, REFERENCE, by=["set"]).set_index(["set", "method"])
     rows = []
     for name in BUILT_FOR:
         part = built[built["set"] == name]
@@ -146,8 +150,8 @@ def by_set(built: pd.DataFrame, methods) -> pd.DataFrame:
                         "model calls / question": frame["model_calls"].mean()})
             if (name, method) in tests.index:
                 test = tests.loc[(name, method)]
-                row.update({"only it right": test["regressions"], "only dense right": test["improvements"],
-                            "p": test["p"], "p (exact McNemar)": test["p (exact McNemar)"]})
+                row.update({"only it right": test["only method right"], "only dense right": test["only reference right"],
+                            "p": test["p"]})
             rows.append(row)
     return pd.DataFrame(rows).assign(comparisons=len(tests)).round(2)
 

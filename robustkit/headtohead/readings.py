@@ -35,7 +35,7 @@ def findings(table: pd.DataFrame, drops: pd.DataFrame, tests: pd.DataFrame) -> s
              f"condition); {len(raw)} below 0.05 uncorrected, {len(corrected)} below the Bonferroni level "
              f"{level:.2g}."]
     for _, row in raw.iterrows():
-        better = "better" if row["regressions"] > row["improvements"] else "worse"
-        lines.append(f"  {LABELS.get(row['vs'], row['vs'])} is {better} than the reference on {row['type']} "
+        better = "better" if row["only method right"] > row["only reference right"] else "worse"
+        lines.append(f"  {LABELS.get(row['method'], row['method'])} is {better} than the reference on {row['type']} "
                      f"queries (p {format_p(row['p'], relation=True)}, n = {row['n']}).")
     return "\n".join(lines)
