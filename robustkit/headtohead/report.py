@@ -15,6 +15,7 @@ from robustkit.headtohead import figures
 from robustkit.headtohead import readings
 from robustkit.headtohead.config import HeadToHeadConfig, settings
 from robustkit.headtohead.pipeline import built_for, run, run_dir
+from robustkit.metrics import show_p
 from robustkit.plots import figure_suffix, save_table
 
 
@@ -28,13 +29,13 @@ def main(cfg: HeadToHeadConfig | str | None = None) -> pd.DataFrame:
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
         print(table.drop(columns=["method", "paper"]).to_string(index=False))
         print(drops[drops["type"] == "all"].drop(columns=["method", "type"]).to_string(index=False))
-        print(tests.drop(columns=["p"]).to_string(index=False))
+        print(show_p(tests).to_string(index=False))
     print(readings.findings(table, drops, tests))
     print("[robustkit] head to head: each method on the sets it was built for (FVA-RAG's, CounterRefine's and "
           "AlignRAG's own runs: read where staged, run now where not)", flush=True)
     sets = ex.by_set(built_for(cfg), cfg.methods)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(sets[sets["not run"].isna()].drop(columns=["method", "not run", "p"]).to_string(index=False))
+        print(show_p(sets[sets["not run"].isna()].drop(columns=["method", "not run"])).to_string(index=False))
     suffix = figure_suffix(cfg.scale.name)
     figures.plot_cost_accuracy(table, scale=cfg.scale.name, name=f"headtohead_cost{suffix}")
     figures.plot_drops(drops, scale=cfg.scale.name, name=f"headtohead_robustness{suffix}")
