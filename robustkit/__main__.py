@@ -29,6 +29,12 @@ def main(argv=None) -> int:
                      "(colab on a GPU)")
     run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--no-llm-rerank", action="store_true", help="corm: skip the slow LLM-rerank baseline")
+    run.add_argument("--questions", help="headtohead: your questions, a JSONL file of {id?, question, answers, "
+                     "rewrites?} (the audit's format), answered instead of the scale's test questions")
+    run.add_argument("--corpus", help="headtohead with --questions: your passages, a JSONL file of {id, title?, "
+                     "text} (default: the scale's corpus)")
+    run.add_argument("--methods", help="headtohead: comma-separated method ids (default: all; rk.registry.ids())")
+    run.add_argument("--reference", help="headtohead: the method every paired test compares with (default: dense)")
     sub.add_parser("bench", help="speed and memory of generator, cache, retrieval, model load")
     gap = sub.add_parser("gap", help="the relevance-robustness gap on data/mini")
     gap.add_argument("--retriever", default="dense", choices=["bm25", "dense", "hybrid"])
@@ -72,6 +78,23 @@ def main(argv=None) -> int:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
 
 
+def _headtohead(scale, questions=None, corpus=None, methods=None, reference=None) -> int:
+    """``run headtohead``: the scale's test questions, or the user's (``--questions``, ``--corpus``)."""
+    from robustkit import headtohead
+
+    if corpus and not questions:
+        raise ValueError("--corpus needs --questions: the scale's own questions are asked over the scale's corpus")
+    changes = {"reference": reference} if reference else {}
+    if methods:
+        changes["methods"] = [m.strip() for m in methods.split(",") if m.strip()]
+    cfg = headtohead.settings(scale, **changes)
+    if questions:
+        headtohead.own.main(cfg, questions=questions, corpus=corpus)
+    else:
+        headtohead.report.main(cfg)
+    return 0
+
+
 def _dispatch(args) -> int:
     """Run the command; returns its exit status."""
     if args.command == "run":
@@ -80,6 +103,11 @@ def _dispatch(args) -> int:
 
         scale = config.with_overrides(config.get_scale(args.scale), seed=args.seed)
         check_models(scale)  # every role's model, before any work
+        own = {k: getattr(args, k) for k in ("questions", "corpus", "methods", "reference") if getattr(args, k)}
+        if own and args.method != "headtohead":
+            raise ValueError(f"--{next(iter(own))} is for `run headtohead`, not `run {args.method}`")
+        if args.method == "headtohead":
+            return _headtohead(scale, **own)
         report = importlib.import_module(f"robustkit.{args.method}.report")
         if args.method == "corm":
             report.main(scale, llm_rerank=not args.no_llm_rerank)

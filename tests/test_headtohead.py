@@ -82,12 +82,16 @@ def test_findings_state_n_the_reference_and_the_number_of_comparisons():
     assert f"Largest drop from clean to biased: {LABELS['dense']} and {LABELS['bm25']}, tied, +66.7 points" in text
 
 
-def test_config_refuses_unknown_methods_and_a_run_without_the_reference():
+def test_config_refuses_unknown_methods_and_runs_the_reference_first_when_missing():
     assert settings("tiny").methods == METHODS and settings("tiny").n_questions == 6
+    assert settings("tiny").reference == "dense"
     with pytest.raises(ValueError, match="unknown method"):
         settings("tiny", methods=["dense", "vanilla"])
-    with pytest.raises(ValueError, match="reference is dense RAG"):
-        settings("tiny", methods=["corm"])
+    with pytest.raises(ValueError, match=r"unknown method\(s\) \['sparse'\]"):
+        settings("tiny", methods=["corm"], reference="sparse")
+    assert settings("tiny", methods=["corm"]).methods == ("dense", "corm")  # every test needs its answers
+    assert settings("tiny", methods=["corm", "bm25"], reference="bm25").methods == ("corm", "bm25")
+    assert "reference='bm25'" in repr(settings("tiny", methods=["corm"], reference="bm25"))
     with pytest.raises(ValueError, match="unknown head-to-head knob"):
         settings("tiny", n_question=3)
 

@@ -9,13 +9,15 @@ questions, corpus, generator, dense retriever and judge (notebook 08).
     readings.py     what a run shows, as sentences computed from those tables
     figures.py      cost against accuracy (Pareto front) and the drop under each bias type
     report.py       `python -m robustkit run headtohead`: every table printed and saved
+    own.py          `run headtohead --questions FILE [--corpus FILE]`: a researcher's own data, prepared,
+                    answered and reported
 
 Not a method: it composes the method folders, building each method by id through
 ``robustkit.registry``.
 """
 from robustkit import lazy_package
 
-_SUBMODULES = ("config", "experiments", "figures", "pipeline", "readings", "report")
+_SUBMODULES = ("config", "experiments", "figures", "own", "pipeline", "readings", "report")
 _NAMES = {"HeadToHeadConfig": "config", "settings": "config", "METHODS": "config", "DEFAULTS": "config",
           "queries": "pipeline", "system": "pipeline", "run": "pipeline", "run_dir": "pipeline",
           "built_for": "pipeline", "BUILT_FOR": "pipeline", "by_set": "experiments",

@@ -3,6 +3,7 @@
     cfg = rk.headtohead.settings(scale)                  # the defaults at this scale
     cfg = rk.headtohead.settings(scale, n_questions=20)  # one knob changed
     cfg = rk.headtohead.settings(scale, configs=[rk.fva.settings(scale, tau=0.7)])   # a tuned method
+    cfg = rk.headtohead.settings(scale, methods=["bm25", "corm"], reference="bm25")  # another reference
 
 Each method keeps the knobs its own notebook runs it with (``rk.corm.settings``,
 ``rk.fva.settings`` …), or the tuned config given in ``configs``; this config says which
@@ -29,19 +30,20 @@ METHODS = HEAD_TO_HEAD  # every method the head-to-head runs by default, in its 
 class HeadToHeadConfig(MethodConfig, what="head-to-head", defaults=DEFAULTS):
     scale: Scale
     n_questions: int = 0  # test questions, each clean and with its biased rewrite (0 = CoRM's whole test set)
-    methods: tuple[str, ...] = METHODS  # registry ids (``rk.registry.ids()``)
+    methods: tuple[str, ...] = METHODS  # registry ids (``rk.registry.ids()``); the reference is added if missing
+    reference: str = "dense"  # the method every paired test compares with (vanilla dense RAG by default)
     # each paper's config its methods run with (``rk.<method>.settings``): a tuned one given here,
     # every other paper's at its defaults at this scale
     configs: tuple[MethodConfig, ...] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "methods", tuple(self.methods))  # a list from the caller, hashable here
         check_knob("head-to-head knob n_questions", self.n_questions, integer=True, low=0)
-        unknown = [m for m in self.methods if m not in ids()]
+        unknown = [m for m in (*self.methods, self.reference) if m not in ids()]
         if unknown or not self.methods:
             raise ValueError(f"unknown method(s) {unknown or '(none given)'}; expected some of {ids()}")
-        if "dense" not in self.methods:
-            raise ValueError("the head-to-head's reference is dense RAG: keep 'dense' among the methods")
+        # every paired test needs the reference's answers: it runs first when the list lacks it
+        methods = tuple(self.methods)  # a list from the caller, hashable here
+        object.__setattr__(self, "methods", methods if self.reference in methods else (self.reference, *methods))
         given = tuple(self.configs.values()) if isinstance(self.configs, dict) else tuple(self.configs)
         if wrong := [c for c in given if isinstance(c, MethodConfig) and c.scale != self.scale]:
             raise ValueError(f"{type(wrong[0]).__name__} is at scale {wrong[0].scale.name!r} (seed "
@@ -56,7 +58,8 @@ class HeadToHeadConfig(MethodConfig, what="head-to-head", defaults=DEFAULTS):
     def __repr__(self) -> str:
         tuned = [type(c).__name__ for c in self.configs if c != type(c).settings(self.scale)]
         return (f"HeadToHeadConfig(scale={self.scale.name!r}, seed={self.scale.seed}, "
-                f"n_questions={self.n_questions}, methods={len(self.methods)}, tuned={tuned})")
+                f"n_questions={self.n_questions}, methods={len(self.methods)}, reference={self.reference!r}, "
+                f"tuned={tuned})")
 
 
 def settings(scale: HeadToHeadConfig | Scale | str | None = None, **changes) -> HeadToHeadConfig:

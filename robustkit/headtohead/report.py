@@ -25,7 +25,8 @@ def main(cfg: HeadToHeadConfig | str | None = None) -> pd.DataFrame:
     cfg = settings(cfg)
     print(f"[robustkit] head to head at scale {cfg.scale.name!r} (artifacts in {run_dir(cfg)}): {cfg!r}", flush=True)
     results = run(cfg)
-    table, drops, tests = ex.summary(results), ex.robustness(results), ex.significance(results)
+    table, drops = ex.summary(results), ex.robustness(results)
+    tests = ex.significance(results, reference=cfg.reference)
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
         print(table.drop(columns=["method", "paper"]).to_string(index=False))
         print(drops[drops["type"] == "all"].drop(columns=["method", "type"]).to_string(index=False))
