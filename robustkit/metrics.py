@@ -255,8 +255,18 @@ def paired_tests(results, reference: str, *, by: Sequence[str] = (), methods: Se
 
 
 def show_p(table):
-    """``table`` for reading: its ``p`` column as the kit prints a p-value (``format_p``: "0.0312",
-    "< 1e-4"), the numbers themselves left in the table it was given."""
+    """``table`` to display in a notebook or a terminal: ``p_as_text``'s table, a ``paired_tests``
+    table's family printed once above it with the Bonferroni level instead of on every row."""
+    if "family" in table.columns and len(table):
+        comparisons = int(table["comparisons"].iloc[0])
+        print(f"{table['family'].iloc[0]}; Bonferroni level 0.05 / {comparisons} = {0.05 / comparisons:.2g}")
+        table = table.drop(columns=["family", "comparisons"])
+    return p_as_text(table)
+
+
+def p_as_text(table):
+    """``table`` with its ``p`` column as the kit prints a p-value (``format_p``: "0.0312",
+    "< 1e-4"); the numbers stay in the table it was given."""
     return table.assign(p=table["p"].map(format_p))
 
 
@@ -266,9 +276,9 @@ def _family(tests, reference: str, by: Sequence[str]) -> str:
     methods = tests["method"].nunique()
     text = f"{len(tests)} test{'s' * (len(tests) != 1)}: {methods} method{'s' * (methods != 1)} vs {reference}"
     if by and len(tests):
-        groups = len(tests.drop_duplicates(list(by)))
-        text += f", in each of {groups} {'/'.join(by)}{'s' * (groups != 1)}" if groups > 1 else \
-            f", in {'/'.join(by)} {', '.join(map(str, tests.iloc[0][list(by)]))}"
+        groups, named = len(tests.drop_duplicates(list(by))), by[0] if len(by) == 1 else f"({', '.join(by)})"
+        text += (f", in each of {groups} {named}{'s' if len(by) == 1 else ' groups'}" if groups > 1 else
+                 f", in {named} {', '.join(map(str, tests.iloc[0][list(by)]))}")
     return text
 
 

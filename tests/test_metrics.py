@@ -343,6 +343,8 @@ def test_paired_tests_pairs_questions_within_each_group_and_counts_the_compariso
     assert tests["p"].tolist() == pytest.approx([1.0, 0.5, 0.5])  # exact: 2 * 0.5**2 for 2 vs 0
     assert set(tests["comparisons"]) == {3} and set(tests["reference"]) == {"ref"}
     assert set(tests["family"]) == {"3 tests: 2 methods vs ref, in each of 2 datasets"}
+    assert set(metrics.paired_tests(pd.DataFrame(rows), "ref", by=["dataset", "question_id"])["family"]) == \
+        {"12 tests: 2 methods vs ref, in each of 7 (dataset, question_id) groups"}
     assert not {"vs", "improvements", "regressions", "p (exact McNemar)"} & set(tests.columns)  # one p, one side
     # a question one method did not answer is left out of that pair only
     partial = pd.DataFrame(_tidy({"ref": [1, 1, 0], "a": [0, 0, 0]}) + _tidy({"b": [1]}))
@@ -353,8 +355,18 @@ def test_paired_tests_pairs_questions_within_each_group_and_counts_the_compariso
     pooled = metrics.paired_tests(pd.DataFrame(rows[:5] + rows[10:]), "ref", methods=["b"],
                                   unit=["dataset", "question_id"])
     assert pooled.loc[0, ["n", "only method right"]].tolist() == [7, 3]
-    shown = metrics.show_p(tests.assign(p=[1.0, 3e-5, 0.03125]))
+    shown = metrics.p_as_text(tests.assign(p=[1.0, 3e-5, 0.03125]))
     assert shown["p"].tolist() == ["1", "< 1e-4", "0.0312"] and tests["p"].dtype == float  # the table keeps numbers
+
+
+def test_show_p_says_the_family_once_above_the_table(capsys):
+    import pandas as pd
+
+    tests = metrics.paired_tests(pd.DataFrame(_tidy({"ref": [1, 1, 0], "a": [0, 0, 0], "b": [1, 0, 0]})), "ref")
+    shown = metrics.show_p(tests)
+    assert capsys.readouterr().out == "2 tests: 2 methods vs ref; Bonferroni level 0.05 / 2 = 0.025\n"
+    assert "family" not in shown.columns and "comparisons" not in shown.columns
+    assert shown["p"].tolist() == ["0.5", "1"]
 
 
 def test_paired_tests_refuses_what_would_make_pairs_dependent_or_empty():

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from robustkit.artifacts import atomic_write_text, json_ready
-from robustkit.metrics import format_p, show_p
+from robustkit.metrics import format_p, p_as_text
 from robustkit.plots import KIT, set_style
 
 
@@ -100,7 +100,7 @@ def _sections(results, tables, *, system, endpoint, scale, source) -> list[tuple
         ("Accuracy per condition (95% CIs over questions)", tables["accuracy"]),
         ("Drop from clean, per bias type (points; each question's clean and biased answer paired)", tables["drops"]),
         ("Paired tests: clean vs each bias type (exact McNemar on questions, p uncorrected)",
-         show_p(tables["tests"].drop(columns=["reference"]))),
+         p_as_text(tables["tests"].drop(columns=["reference"]))),
         (f"Flips: right when clean, wrong when biased ({n_flips} in all; the first of each type by question id)",
          tables["flips"] if n_flips else "None."),
         ("Retrieval sycophancy (CoRM-RAG's diagnosis): what the top passage held", syc if len(syc) else

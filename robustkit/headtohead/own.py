@@ -31,7 +31,7 @@ from robustkit.headtohead import experiments as ex
 from robustkit.headtohead import figures, readings
 from robustkit.headtohead.config import HeadToHeadConfig, settings
 from robustkit.headtohead.pipeline import run
-from robustkit.metrics import show_p
+from robustkit.metrics import p_as_text
 from robustkit.paths import figures_dir
 from robustkit.run_times import MEASURED
 
@@ -117,7 +117,7 @@ def write(results: pd.DataFrame, folder: Path, *, cfg: HeadToHeadConfig, questio
             f"reference, **{cfg.reference}** (exact McNemar on questions, p uncorrected).",
             "## Findings", readings.findings(table, drops, tests),
             "## Summary", "```\n" + table.drop(columns=["method", "paper"]).to_string(index=False) + "\n```",
-            f"## Paired tests against {cfg.reference}", "```\n" + show_p(tests).to_string(index=False) + "\n```",
+            f"## Paired tests against {cfg.reference}", "```\n" + p_as_text(tests).to_string(index=False) + "\n```",
             "Every answer: `answers.csv`; the figures: `cost.png`, `drops.png`."])
     atomic_write_text(paths["md"], text + "\n")
     return paths
