@@ -25,12 +25,20 @@ $(VENV)/.ready: requirements.txt constraints-cpu.txt pyproject.toml
 run: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=$(SCALE) $(BIN)/python -m robustkit run corm
 
+# The tests run in LANES processes (pytest-xdist), each with an equal share of the cores as its torch
+# threads; conftest.py orders the slow tier so the lanes build different stages at once.
+# `make test LANES=1` runs them in one process.
+LANES   ?= 2
+THREADS := $(shell n=$$(( $$(nproc) / $(LANES) )); echo $$(( n > 0 ? n : 1 )))
+XDIST   := $(if $(filter 1,$(LANES)),,-n $(LANES) --dist loadfile --no-loadscope-reorder)
+TESTENV := $(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 OMP_NUM_THREADS=$(THREADS)
+
 test: test-fast
-	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests notebooks -m slow \
+	$(TESTENV) $(BIN)/python -m pytest tests notebooks -m slow $(XDIST) \
 		--nbval-lax --nbval-cell-timeout=3600 -p no:cacheprovider --durations=25
 
 test-fast: setup
-	$(OFFLINE) ROBUSTKIT_SCALE=tiny ROBUSTKIT_PROGRESS=0 $(BIN)/python -m pytest tests -m "not slow" -p no:cacheprovider
+	$(TESTENV) $(BIN)/python -m pytest tests -m "not slow" $(XDIST) -p no:cacheprovider
 
 bench: setup
 	$(OFFLINE) ROBUSTKIT_SCALE=tiny $(BIN)/python -m robustkit bench

@@ -75,7 +75,9 @@ def llama_cpp_serve(python: str, gguf: str, folder: str) -> Iterator[str]:
     an interpreter that has ``llama-cpp-python[server]``) over a GGUF file, its model named after
     ``folder`` — a folder with the same model's tokenizer, which ``continuation_logprobs`` renders
     chats with. Yields the kit's model choice for it."""
+    # as many threads as torch would take (OMP_NUM_THREADS, which `make test` sets per lane)
+    threads = os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)
     with server(lambda port: [python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", folder,
-                              "--logits_all", "true", "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 1),
+                              "--logits_all", "true", "--n_ctx", "4096", "--n_threads", threads,
                               "--host", "127.0.0.1", "--port", str(port)]) as url:
         yield f"openai:{folder}@{url}"
