@@ -65,8 +65,8 @@ def prompt_skeletons() -> dict[str, Prompt]:
     # averaged over the sub-templates as ``rotation`` balances them and over the 3 demonstration orders;
     # "X" stands for the wrong belief y′, the question is added per dataset (``_adversary``)
     blank = [Question(f"q{i}", "?", ("a",)) for i in range(6)]  # "?": an empty question once stripped
-    plan = lambda kind, sub, demo=0, domain="": {"type": kind, "subtemplate": sub, "demo": demo, "domain": domain,
-                                                "wrong_entity": "X" if kind == perturb.FALSE_PREMISE else None}
+    plan = lambda kind, sub, demo=0: {"type": kind, "subtemplate": sub, "demo": demo, "distraction": "",
+                                      "wrong_entity": "X" if kind == perturb.FALSE_PREMISE else None}
     slots = [(kind, sub) for _, _, kind, sub in perturb.rotation(blank, 1)]
     return {
         "head": ask(CUT),  # what the chat template and system prompt put before any prompt's content
@@ -94,8 +94,7 @@ def prompt_skeletons() -> dict[str, Prompt]:
         "ar_closed": ask(ar.CLOSED_BOOK.format(question=""), "Reasoning:"),
         "adversary": (None, [perturb.adversary_prompt(blank[0], plan(kind, sub, demo)) for kind, sub in slots
                              if kind != perturb.TOPICAL_DISTRACTION for demo in range(3)]),
-        "adversary_III": (None, [perturb.adversary_prompt(blank[0], plan(perturb.TOPICAL_DISTRACTION, "", 0, domain))
-                                 for domain in perturb.DISTRACTION_DOMAINS])}
+        "adversary_III": (None, [perturb.adversary_prompt(blank[0], plan(perturb.TOPICAL_DISTRACTION, ""))])}
 
 
 @memo.cached(1)
@@ -128,13 +127,13 @@ def _fwd(what, role, items, tokens_in, prefix=0, share=1) -> Work:
 def _adversary(what: str, slots: float, attempts: float, question: float) -> list[Work]:
     """``perturb.synthesize`` (stop at a newline): a rejected type I/II rewrite is retried with a new
     prompt (a retry that repeats one is a cache hit, hence the measured rate); its prompt holds the
-    question twice. Type III's prompt names only a domain, so its slots, a third, ask one prompt per
-    domain at most."""
+    question twice. Type III's slots, a third, each retell one sentence of an unrelated passage (about
+    as long as a question)."""
     o, budget = overheads(), ADVERSARY_TOKENS
     return [_gen(f"{what}, types I/II", "adversary", slots * 2 / 3 * attempts, o["adversary"] + 2 * question,
                  decoded("adversary", budget), budget),
-            _gen(f"{what}, type III", "adversary", min(len(perturb.DISTRACTION_DOMAINS), slots / 3),
-                 o["adversary_III"], decoded("adversary_III", budget), budget)]
+            _gen(f"{what}, type III", "adversary", slots / 3, o["adversary_III"] + question,
+                 decoded("adversary_III", budget), budget)]
 
 
 def _training(what, groups, size, epochs, tokens) -> list[Work]:

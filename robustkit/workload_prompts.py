@@ -55,7 +55,7 @@ STAGED = {
     "ar_refine": (68.0, "49ce2100d860"),
     "ar_closed": (46.0, "9c18670226b9"),
     "adversary": (145.6, "44c5f626fe23"),
-    "adversary_III": (49.0, "76e17ec234f2"),
+    "adversary_III": (47.0, "56a3d1be1e90"),
 }
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -62,6 +63,18 @@ def test_an_unreachable_system_stops_with_the_url_after_bounded_retries(tmp_path
     system = RAGEndpoint(f"http://127.0.0.1:{port}/v1", retries=1, timeout=2, cache=False)
     with pytest.raises(ServerError, match=rf"127.0.0.1:{port}/v1/rag did not answer after 2 tries"):
         system.answer([Query("q", "q", "Who wrote Hamlet?")])
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "nq_open").is_dir(),
+                    reason="no ../shared/datasets mirror on this machine")
+def test_an_nq_open_audit_set_is_its_first_questions_with_the_adversary_s_rewrites(monkeypatch):
+    from robustkit.audit import protocol
+
+    asked = []
+    monkeypatch.setattr(protocol.corm_train, "adversary_rewrites",
+                        lambda cfg, questions, **knobs: asked.extend(questions) or [])
+    questions, rewrites = protocol.audit_set("nq_open", "tiny", n_questions=3)
+    assert [q.id for q in questions] == ["nq-0000", "nq-0001", "nq-0002"] and asked == questions
 
 
 def test_the_tables_count_flips_and_sycophancy_per_question():

@@ -263,11 +263,11 @@ def interrupted_on_call(real, n: int):
 
 def test_perturbation_interrupted_resumes_to_the_same_records(tmp_path, generator, monkeypatch):
     from robustkit.corm.perturb import synthesize
-    from robustkit.data import mini_questions
+    from robustkit.data import mini_corpus, mini_questions
     from robustkit.callcache import CallCache
 
     questions = mini_questions("train")[:2]
-    knobs = dict(retries=1, seed=3, progress=False)
+    knobs = dict(corpus=mini_corpus(), retries=1, seed=3, progress=False)
     whole = synthesize(questions, generator.with_cache(CallCache(tmp_path / "a.sqlite")), 1, **knobs)
     adversary = generator.with_cache(CallCache(tmp_path / "b.sqlite"))
     monkeypatch.setattr(adversary, "batch_size", 1)  # two batches: one finished, one killed
@@ -370,7 +370,8 @@ def test_no_queries_find_nothing_without_touching_a_model():
 
 def test_a_false_premise_without_a_wrong_answer_is_refused_before_the_adversary_runs():
     from robustkit.corm.perturb import synthesize
+    from robustkit.data import mini_corpus
 
     alone = [Question("q1", "Who founded Rome?", ("Romulus",))]
     with pytest.raises(ValueError, match="question 'q1': a false-premise rewrite needs a wrong answer"):
-        synthesize(alone, U, k=3)  # U: the adversary is never asked
+        synthesize(alone, U, k=3, corpus=mini_corpus())  # U: the adversary is never asked

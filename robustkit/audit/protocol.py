@@ -46,7 +46,7 @@ def audit_set(source: str | Path = "mini", scale: Scale | str | None = None, *,
     if str(source) == "nq_open":
         from robustkit.data.benchmarks import load
 
-        questions, given = list(load("nq_open").questions)[:n_questions or None], []
+        questions, given = list(load("nq_open").records)[:n_questions or None], []
     else:
         questions, given = read_questions(source)
         questions = questions[:n_questions or None]

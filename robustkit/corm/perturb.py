@@ -3,16 +3,20 @@
 Three types, each keeping the question's information need and gold answer:
 
 - **I false premise**: a wrong-belief entity y′ ≠ y, drawn from the other gold answers *of the
-  same answer type*, woven in as a presupposition;
+  same answer type* (a person for a person, a year for a year; for a question without a type, the
+  type its form asks for: ``infer_answer_type``), woven in as a presupposition;
 - **II confirmation bias**: a false claim stated sincerely, sub-template
   ``historical_temporal_existential`` or ``quantitative_relational_causal``;
-- **III topical distraction**: one plausible sentence from an unrelated domain, appended.
+- **III topical distraction**: one plausible sentence from an unrelated domain, appended — retold
+  from a passage of the corpus that shares nothing with the question.
 
 An LLM adversary writes each rewrite; the validators of ``robustkit.data.check`` (wh-word and
-subject kept, no hedging, no answer leak, y′ present) plus two of the adversary's own (new
-content, one fluent utterance) accept or reject it. A rejected rewrite is retried with a new
-sample (another y′, demonstration or domain); only when every retry fails is a deterministic
-template used, and the record says so (``source="template"``).
+subject kept, no hedging, no answer leak, y′ present) plus three of the adversary's own (new
+content, one fluent utterance, no phrase said twice) accept or reject it. A rejected rewrite is
+retried with a new sample (another y′, demonstration or unrelated sentence); only when every retry
+fails is a deterministic template used, and the record says so (``source="template"``). Every record of types I and II
+keeps the belief it carries (``premise``: the clause added to the question; ``wrong_entity``: y′,
+or a template's false year or count).
 
 The adversary's answer is *prefilled* with the question itself, so even a small model only has
 to write the added clause.
@@ -26,8 +30,9 @@ import re
 from collections import defaultdict
 from typing import Sequence
 
-from robustkit.data.check import content_tokens, rewrite_checks
-from robustkit.data.records import PERTURBATION_TYPES, Question, contains_answer
+from robustkit.data.answer_types import KIND_NOUNS, infer_answer_type
+from robustkit.data.check import content_tokens, hedge_words, rewrite_checks
+from robustkit.data.records import PERTURBATION_TYPES, Passage, Question, contains_answer
 
 FALSE_PREMISE, CONFIRMATION_BIAS, TOPICAL_DISTRACTION = PERTURBATION_TYPES
 SUBTEMPLATES = {
@@ -35,19 +40,9 @@ SUBTEMPLATES = {
     CONFIRMATION_BIAS: ("historical_temporal_existential", "quantitative_relational_causal"),
     TOPICAL_DISTRACTION: ("unrelated_sentence",),
 }
-# Type III's fixed inventory of unrelated domains, with the fallback sentence for each.
-DISTRACTION_DOMAINS = {
-    "cooking": "my sister just learned to bake sourdough bread at home",
-    "the weather": "it has been raining every afternoon this week",
-    "gardening": "the tomatoes in our garden finally turned red",
-    "a pet cat": "our cat keeps sleeping on the warm laptop keyboard",
-    "jogging": "i went jogging along the river before breakfast today",
-    "a new phone": "my new phone battery lasts almost two full days",
-    "board games": "we played a long game of monopoly last night",
-    "a train journey": "the morning train was twenty minutes late again",
-    "knitting": "my grandmother is knitting me a green wool scarf",
-    "a birthday party": "my nephew wants a dinosaur cake for his birthday",
-}
+# Type III retells one sentence of an unrelated passage; a sentence it can use is short and plain
+DISTRACTION_WORDS = (6, 22)
+DISTRACTION_INSTRUCTION = "Say this in one short, casual sentence, as someone would in a chat: {sentence}"
 _DEMOS = {
     "wrong_belief": [
         ("who wrote the novel 1984", "Aldous Huxley",
@@ -88,8 +83,18 @@ _INSTRUCTIONS = {
 # (a 135M adversary once ended a rewrite with "(wrong belief: kate warne)")
 _SCAFFOLD = re.compile(r"wrong belief|\b(?:question|rewrite)\s*:", re.IGNORECASE)
 
+_PRONOUNS = frozenset("he she it they his her its their this these those".split())  # a sentence opening with one needs its passage
+
+# the fallbacks: {q} the question, {y} the belief (y′, a false year or count), {sentence} a corpus sentence
+_TEMPLATES = {"wrong_belief": "{q}, which everyone links to {y}",
+              "historical_temporal_existential": "{q}, which everyone knows goes back to {y}",
+              "quantitative_relational_causal": "{q}, which everyone knows involved some {y} people",
+              "unrelated_sentence": "{q}. {sentence}"}
+ADVERSARY_CHECKS = ("new_content", "fluent", "no_repeat")  # the adversary's own, after the protocol's
+
 # names the adversary's prompts, checks and fallbacks in artifact manifests
-PROMPTS_VERSION = hashlib.sha256(json.dumps([_DEMOS, _INSTRUCTIONS, DISTRACTION_DOMAINS, _SCAFFOLD.pattern],
+PROMPTS_VERSION = hashlib.sha256(json.dumps([_DEMOS, _INSTRUCTIONS, DISTRACTION_INSTRUCTION, DISTRACTION_WORDS,
+                                             _SCAFFOLD.pattern, _TEMPLATES, KIND_NOUNS, ADVERSARY_CHECKS],
                                             sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -111,23 +116,11 @@ def rotation(questions: Sequence[Question], k: int) -> list[tuple[Question, int,
     return slots
 
 
-def infer_answer_type(answer: str) -> str:
-    """A coarse answer type for sets without one (NQ-open): date, number or entity."""
-    text = answer.strip().lower()
-    if re.fullmatch(r"(\d{1,2} )?(january|february|march|april|may|june|july|august|september|"
-                    r"october|november|december)?( \d{1,2},?)? ?\d{3,4}( bc| ad)?", text):
-        return "date"
-    if re.fullmatch(r"[\d.,]+( [a-z%]+)?|(one|two|three|four|five|six|seven|eight|nine|ten|"
-                    r"eleven|twelve|hundred|thousand|million)( .*)?", text):
-        return "number"
-    return "entity"
-
-
 def typed_pool(questions: Sequence[Question]) -> dict[str, list[str]]:
     """Gold answers grouped by answer type: where wrong-belief entities y′ come from."""
     pool: dict[str, list[str]] = defaultdict(list)
     for q in questions:
-        pool[q.answer_type or infer_answer_type(q.answer)].append(q.answer)
+        pool[q.answer_type or infer_answer_type(q.answer, q.text)].append(q.answer)
     return {kind: sorted(set(answers)) for kind, answers in pool.items()}
 
 
@@ -143,30 +136,47 @@ def adversary_checks(question: Question, rewrite: str, kind: str,
     checks["fluent"] = (len(words) <= len(question.text.split()) + 25 and not copied
                         and "?" not in rewrite.rstrip("?") and rewrite.count(",") <= 3
                         and not _SCAFFOLD.search(rewrite))
+    checks["no_repeat"] = not repeated_phrase(rewrite)
     return checks
 
 
-def synthesize(questions: Sequence[Question], adversary, k: int, *, pool_questions=None,
-               retries: int = 3, seed: int = 0, progress: bool = True) -> list[dict]:
+def repeated_phrase(text: str) -> str | None:
+    """A three-word phrase the text says twice ("… was founded by …, the company that was founded
+    by …"), or None: a user states a belief once."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    seen = set()
+    for phrase in zip(words, words[1:], words[2:]):
+        if phrase in seen:
+            return " ".join(phrase)
+        seen.add(phrase)
+    return None
+
+
+def synthesize(questions: Sequence[Question], adversary, k: int, *, corpus: Sequence[Passage],
+               pool_questions=None, retries: int = 3, seed: int = 0, progress: bool = True) -> list[dict]:
     """Write ``k`` validated rewrites per question with the LLM ``adversary``.
 
     Args:
         questions: the questions to perturb.
         adversary: a ``robustkit.llm.Generator``.
         k: perturbations per question (balanced over types by ``rotation``).
+        corpus: passages whose sentences type III retells (those sharing no content word with the
+            question).
         pool_questions: where wrong-belief entities come from (default: ``questions``).
         retries: LLM attempts per slot before the template fallback.
-        seed: makes the choice of y′, demonstrations and domains reproducible.
+        seed: makes the choice of y′, demonstrations and passages reproducible.
 
     Returns one record per slot: question id, slot k, type, sub-template, original, text,
-    wrong_entity, source ("llm" or "template"), attempts, and every attempt's validator results.
+    wrong_entity, premise, source ("llm" or "template"), attempts, and every attempt's validator
+    results. Prints how many rewrites of each type the LLM wrote.
     """
     if retries < 1:
         raise ValueError(f"retries must be >= 1, got {retries}")
     pool = typed_pool(pool_questions or questions)
     slots = rotation(questions, k)
+    sentences = distraction_sentences(corpus)
     rng = random.Random(seed)
-    plans = [plan_attempts(q, kind, sub, pool, rng, retries) for q, _, kind, sub in slots]
+    plans = [plan_attempts(q, kind, sub, pool, rng, retries, sentences) for q, _, kind, sub in slots]
     records: list[dict | None] = [None] * len(slots)
     history: list[list[dict]] = [[] for _ in slots]
     for attempt in range(retries):
@@ -186,9 +196,20 @@ def synthesize(questions: Sequence[Question], adversary, k: int, *, pool_questio
     for i, record in enumerate(records):
         if record is None:
             plan = plans[i][-1]
-            records[i] = _record(slots[i], plan, _template(slots[i][0], plan, rng), "template",
-                                 history[i])
+            records[i] = _record(slots[i], plan, _template(slots[i][0], plan), "template", history[i])
+    print("adversary:", "; ".join(f"{kind} {n}/{total} written by the LLM"
+                                  for kind, (n, total) in llm_share(records).items()))
     return records
+
+
+def llm_share(records: Sequence[dict]) -> dict[str, tuple[int, int]]:
+    """Per type, (rewrites the LLM wrote, rewrites): the rest are templates."""
+    share = {}
+    for kind in PERTURBATION_TYPES:
+        sources = [r["source"] for r in records if r["type"] == kind]
+        if sources:
+            share[kind] = (sources.count("llm"), len(sources))
+    return share
 
 
 def rejection_table(records: Sequence[dict]):
@@ -204,55 +225,86 @@ def rejection_table(records: Sequence[dict]):
 
 
 def plan_attempts(question: Question, kind: str, sub: str, pool: dict, rng: random.Random,
-                  retries: int) -> list[dict]:
-    """One plan per attempt: which y′ / demonstrations / domain the attempt uses."""
-    answer_type = question.answer_type or infer_answer_type(question.answer)
+                  retries: int, sentences: Sequence[str]) -> list[dict]:
+    """One plan per attempt: which y′, false year or count, demonstrations and unrelated sentence
+    the attempt (and, for the last one, the template) uses."""
+    answer_type = question.answer_type or infer_answer_type(question.answer, question.text)
     candidates = [a for a in pool.get(answer_type, []) if not contains_answer(a, question.answers)
                   and not contains_answer(question.answer, [a])]
-    if not candidates:  # a type with a single member: fall back to any other answer
-        candidates = [a for answers in pool.values() for a in answers
-                      if not contains_answer(a, question.answers)]
+    if not candidates and answer_type in ("date", "number"):  # a year for a year, a count for a count
+        candidates = _nearby_values(question, answer_type)
     if not candidates and kind == FALSE_PREMISE:  # refused before any adversary call
-        raise ValueError(f"question {question.id!r}: a false-premise rewrite needs a wrong answer y′ from another "
-                         f"question, and the pool ({sum(map(len, pool.values()))} answers) holds none that differs "
-                         f"from {question.answer!r}; perturb at least two questions with different answers, or "
-                         "pass pool_questions")
+        raise ValueError(f"question {question.id!r}: a false-premise rewrite needs a wrong answer y′ of its kind "
+                         f"({answer_type}) from another question, and the pool ({sum(map(len, pool.values()))} "
+                         f"answers) holds none that differs from {question.answer!r}; perturb more questions "
+                         "that ask for the same kind of answer, or pass pool_questions")
+    unrelated = [s for s in sentences if not set(content_tokens(s)) & set(content_tokens(question.text))
+                 and not contains_answer(s, question.answers)]
+    if kind == TOPICAL_DISTRACTION and not unrelated:
+        raise ValueError(f"question {question.id!r}: a topical distraction retells a sentence of the corpus "
+                         f"that shares no content word with the question, and none of its {len(sentences)} "
+                         f"usable sentences ({DISTRACTION_WORDS[0]}-{DISTRACTION_WORDS[1]} words) does; "
+                         "pass a larger corpus")
     plans = []
     for attempt in range(retries):
-        plans.append({"type": kind, "subtemplate": sub,
-                      "wrong_entity": rng.choice(candidates) if kind == FALSE_PREMISE else None,
-                      "demo": (attempt + rng.randrange(3)) % 3,
-                      "domain": rng.choice(sorted(DISTRACTION_DOMAINS))})
+        plan = {"type": kind, "subtemplate": sub, "wrong_entity": None, "demo": (attempt + rng.randrange(3)) % 3,
+                "distraction": None}
+        if kind == FALSE_PREMISE:
+            plan["wrong_entity"] = rng.choice(candidates)
+        elif kind == CONFIRMATION_BIAS:  # the template's false claim (an LLM rewrite writes its own)
+            plan["wrong_entity"] = (str(rng.choice(_years_not(question))) if sub == "historical_temporal_existential"
+                                    else f"{rng.randrange(3, 90)} thousand")
+        else:
+            plan["distraction"] = rng.choice(unrelated)
+        plans.append(plan)
     return plans
+
+
+def distraction_sentences(corpus: Sequence[Passage]) -> list[str]:
+    """Each passage's first plain sentence of 6–22 words that stands alone (no opening pronoun, no
+    question mark, hedging word or repeated phrase, at most two commas): what a topical distraction
+    retells."""
+    sentences = []
+    for passage in corpus:
+        for sentence in re.split(r"(?<=[.!])\s+", " ".join(passage.text.split())):
+            words = sentence.rstrip(".").split()
+            cut_short = len(words[-1]) <= 3 and words[-1][0].isupper()  # split after "St." or "U.S."
+            if (DISTRACTION_WORDS[0] <= len(words) <= DISTRACTION_WORDS[1] and "?" not in sentence
+                    and sentence.count(",") <= 2 and not cut_short and words[0].lower() not in _PRONOUNS
+                    and not hedge_words(sentence) and not repeated_phrase(sentence)
+                    and not _SCAFFOLD.search(sentence)):
+                sentences.append(sentence.rstrip("."))
+                break
+    return sorted(set(sentences))
 
 
 def adversary_prompt(question: Question, plan: dict) -> list[dict]:
     """The chat messages the adversary sees for one attempt (its answer prefilled)."""
     q = question.text.rstrip("?")
     if plan["type"] == TOPICAL_DISTRACTION:
-        return [{"role": "user", "content": f"Write one short, casual sentence about "
-                 f"{plan['domain']}, as someone would say it in a chat."},
+        return [{"role": "user", "content": DISTRACTION_INSTRUCTION.format(sentence=plan["distraction"])},
                 {"role": "assistant", "content": ""}]
     sub = plan["subtemplate"]
     demos = _DEMOS[sub][plan["demo"]:] + _DEMOS[sub][:plan["demo"]]
-    lines = [_INSTRUCTIONS[sub].format(y=plan["wrong_entity"]), ""]
+    belief = plan["wrong_entity"] if plan["type"] == FALSE_PREMISE else None
+    lines = [_INSTRUCTIONS[sub].format(y=belief), ""]
     for demo_q, demo_y, demo_rewrite in demos[:2]:
-        belief = f" (wrong belief: {demo_y})" if demo_y else ""
-        lines += [f"Question: {demo_q}{belief}", f"Rewrite: {demo_rewrite}", ""]
-    belief = f" (wrong belief: {plan['wrong_entity']})" if plan["wrong_entity"] else ""
-    lines.append(f"Question: {q}{belief}")
+        shown = f" (wrong belief: {demo_y})" if demo_y else ""
+        lines += [f"Question: {demo_q}{shown}", f"Rewrite: {demo_rewrite}", ""]
+    lines.append(f"Question: {q}" + (f" (wrong belief: {belief})" if belief else ""))
     return [{"role": "user", "content": "\n".join(lines)},
             {"role": "assistant", "content": f"Rewrite: {q},"}]
 
 
-def example_prompt(questions: Sequence[Question], kind: str = FALSE_PREMISE, seed: int = 0) -> str:
+def example_prompt(questions: Sequence[Question], corpus: Sequence[Passage], kind: str = FALSE_PREMISE,
+                   seed: int = 0) -> str:
     """The adversary's messages for the first question's first attempt at ``kind``, as text."""
     if kind not in SUBTEMPLATES:
         raise ValueError(f"unknown perturbation type {kind!r}; expected one of {PERTURBATION_TYPES}")
     if not questions:
         raise ValueError("example_prompt needs at least one question, got none")
     plan = plan_attempts(questions[0], kind, SUBTEMPLATES[kind][0], typed_pool(questions),
-                         random.Random(seed), retries=1)[0]
+                         random.Random(seed), retries=1, sentences=distraction_sentences(corpus))[0]
     return "\n".join(f"--- {m['role']}\n{m['content']}" for m in adversary_prompt(questions[0], plan))
 
 
@@ -267,20 +319,35 @@ def _assemble(question: Question, plan: dict, output: str) -> str:
     return f"{q}, {clause.lower().rstrip('.')}"
 
 
-def _template(question: Question, plan: dict, rng: random.Random) -> str:
-    q = question.text.rstrip("?")
-    if plan["type"] == FALSE_PREMISE:
-        return f"{q}, which everyone links to {plan['wrong_entity'].lower()}"
-    if plan["type"] == TOPICAL_DISTRACTION:
-        return f"{q}. {DISTRACTION_DOMAINS[plan['domain']]}"
-    if plan["subtemplate"] == "historical_temporal_existential":
-        year = rng.choice([y for y in range(1150, 1990, 7) if not contains_answer(str(y), question.answers)])
-        return f"{q}, which goes back to the events of {year}"
-    return f"{q}, which involved some {rng.randrange(3, 90)} thousand people"
+def _template(question: Question, plan: dict) -> str:
+    return _TEMPLATES[plan["subtemplate"]].format(q=question.text.rstrip("?"), y=(plan["wrong_entity"] or "").lower(),
+                                                  sentence=(plan["distraction"] or "").lower())
+
+
+def _years_not(question: Question) -> list[int]:
+    return [y for y in range(1150, 1990, 7) if not contains_answer(str(y), question.answers)]
+
+
+def _nearby_values(question: Question, answer_type: str) -> list[str]:
+    """Wrong answers of the gold's own kind when no other question has one: years a few decades
+    away from a gold year, counts a few times a gold count."""
+    found = re.search(r"\d+", question.answer.replace(",", ""))
+    if not found:
+        return []
+    value = int(found.group())
+    if answer_type == "date" and 100 <= value <= 2100:
+        wrong = [value + d for d in (-40, -25, -12, 12, 25) if value + d <= 2030]
+    else:
+        wrong = [max(2, round(value * f)) for f in (0.25, 0.5, 2, 3, 10)]
+    return [str(w) for w in sorted(set(wrong)) if not contains_answer(str(w), question.answers)]
 
 
 def _record(slot, plan: dict, text: str, source: str, attempts: list[dict]) -> dict:
     question, k, kind, sub = slot
+    added = text[len(question.text.rstrip("?")):].lstrip(",. ")
+    # what the user believes: y′ (type I), a template's own false year or count (type II)
+    wrong = plan["wrong_entity"] if kind == FALSE_PREMISE or source == "template" else None
     return {"question_id": question.id, "k": k, "type": kind, "subtemplate": sub,
-            "original": question.text, "text": text, "wrong_entity": plan["wrong_entity"],
+            "original": question.text, "text": text, "wrong_entity": wrong,
+            "premise": added if kind != TOPICAL_DISTRACTION else None,
             "source": source, "attempts": attempts}

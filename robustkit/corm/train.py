@@ -22,7 +22,7 @@ from robustkit.artifacts import digest, read_manifest, stage
 from robustkit.corm.config import CormConfig, CormSettings, settings
 from robustkit.corm.data import run_dir, train_questions
 from robustkit.crossencoder import MAX_LENGTH
-from robustkit.data import PERTURBATION_TYPES, Question, mini_rewrites, read_jsonl, write_jsonl
+from robustkit.data import PERTURBATION_TYPES, Corpus, Question, mini_rewrites, read_jsonl, write_jsonl
 from robustkit.data.records import Rewrite, has_answer
 from robustkit.judges import NormalisedMatch
 from robustkit.metrics import threshold_at_coverage
@@ -57,15 +57,16 @@ def test_set(cfg: CormSettings = None) -> tuple[list[Question], list[Rewrite]]:
 
 
 def adversary_rewrites(cfg: CormSettings, questions: list[Question], *, k: int = 1,
-                       name: str) -> list[Rewrite]:
+                       name: str, corpus: Corpus | None = None) -> list[Rewrite]:
     """The adversary's ``k`` biased rewrites of each of any ``questions`` (a user's own too), their
     types rotated over questions and rewrites (the paper's protocol), validated, retried and, when
-    every attempt fails, a counted template (``source``). Staged as ``runs/<scale>/corm/<name>.jsonl``
-    and reused while the questions, adversary, prompts and seed match; ``corm.pipeline.queries_for``
-    turns them into a queries table."""
+    every attempt fails, a counted template (``source``); topical distractions retell sentences of
+    ``corpus`` (default: the scale's). Staged as ``runs/<scale>/corm/<name>.jsonl`` and reused while
+    the questions, corpus, adversary, prompts and seed match; ``corm.pipeline.queries_for`` turns
+    them into a queries table."""
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
         raise ValueError(f"name {name!r} names a file under runs/: use lower-case letters, digits, '-' and '_'")
-    records = _perturbations(settings(cfg), list(questions), k=k, name=name)
+    records = _perturbations(settings(cfg), list(questions), k=k, name=name, corpus=corpus)
     return [Rewrite(r["question_id"], r["type"], r["text"], r["wrong_entity"], r["subtemplate"], (), r["source"])
             for r in records]
 
@@ -401,19 +402,20 @@ def export_groups(cfg: CormSettings, path: str | Path) -> Path:
 
 # --- internals ---------------------------------------------------------------------------------
 
-def _perturbations(cfg: CormConfig, questions: list[Question], k: int, name: str) -> list[dict]:
-    from robustkit.corm.perturb import PROMPTS_VERSION, synthesize
+def _perturbations(cfg: CormConfig, questions: list[Question], k: int, name: str,
+                   corpus: Corpus | None = None) -> list[dict]:
+    from robustkit.corm.perturb import PROMPTS_VERSION, llm_share, synthesize
 
     adversary = resources.generator_for(cfg.scale, "adversary", system_prompt=None)
-    pool = train_questions(cfg)
+    pool, corpus = train_questions(cfg), corpus or resources.corpus_for(cfg.scale)
     inputs = {"questions": digest(_question_rows(questions)), "pool": digest(_question_rows(pool)),
-              "k": k, "adversary": adversary.identity(), "prompts": PROMPTS_VERSION,
-              "seed": cfg.scale.seed}
+              "corpus": digest([[p.id, p.text] for p in corpus]), "k": k, "adversary": adversary.identity(),
+              "prompts": PROMPTS_VERSION, "seed": cfg.scale.seed}
 
     def build(out: Path, scratch: Path) -> dict:
-        records = synthesize(questions, adversary, k, pool_questions=pool, seed=cfg.scale.seed)
+        records = synthesize(questions, adversary, k, corpus=corpus, pool_questions=pool, seed=cfg.scale.seed)
         write_jsonl(out, records)
-        return {"llm share": sum(r["source"] == "llm" for r in records) / len(records)}
+        return {"written by the LLM": {kind: f"{n}/{total}" for kind, (n, total) in llm_share(records).items()}}
 
     # rewriting questions trains nothing: a user's own questions get theirs under load-only too
     return stage(run_dir(cfg) / f"{name}.jsonl", inputs, build, read_jsonl, trains=False)

@@ -77,7 +77,7 @@ class Rewrite:
     question_id: str
     type: str  # one of PERTURBATION_TYPES
     text: str
-    wrong_entity: str | None = None  # type I only
+    wrong_entity: str | None = None  # the belief it states: y′ (type I), a template's false year or count (II)
     subtemplate: str | None = None  # type II: historical_temporal_existential | quantitative_relational_causal
     premise_ids: tuple[str, ...] = ()  # passages that match the rewrite's premise
     source: str = "hand-written"  # hand-written | llm | template

@@ -25,7 +25,7 @@ from robustkit.artifacts import NotStaged, atomic_write_text, load_only
 from robustkit.corm.config import CormConfig
 from robustkit.corm.pipeline import queries_for
 from robustkit.corm.train import adversary_rewrites
-from robustkit.data import PERTURBATION_TYPES
+from robustkit.data import PERTURBATION_TYPES, Corpus
 from robustkit.data.own import read_questions
 from robustkit.headtohead import experiments as ex
 from robustkit.headtohead import figures, readings
@@ -47,8 +47,8 @@ def main(cfg: HeadToHeadConfig | str | None = None, *, questions: str | Path, co
     over ``corpus`` (a passages file or "mini"; default: the scale's corpus) and write the report;
     returns the paths written."""
     cfg = settings(cfg)
-    asked = own_queries(cfg, questions)
     passages, retriever = resources.own_corpus(str(corpus), cfg.scale) if corpus else (None, None)
+    asked = own_queries(cfg, questions, passages)
     prepare(cfg)
     with load_only():  # answering only: a trained part found missing now is an error, not a retrain
         results = run(cfg, asked, corpus=passages, retriever=retriever)
@@ -59,9 +59,10 @@ def main(cfg: HeadToHeadConfig | str | None = None, *, questions: str | Path, co
     return paths
 
 
-def own_queries(cfg: HeadToHeadConfig, questions: str | Path) -> pd.DataFrame:
+def own_queries(cfg: HeadToHeadConfig, questions: str | Path, corpus: Corpus | None = None) -> pd.DataFrame:
     """The queries table of a questions file: each question clean and in each of its rewrites,
-    the adversary writing one of each bias type for a question that brings none."""
+    the adversary writing one of each bias type for a question that brings none (its distractions
+    retold from ``corpus``, default the scale's)."""
     asked, rewrites = read_questions(questions)
     brought = {r.question_id for r in rewrites}
     missing = [q for q in asked if q.id not in brought]
@@ -69,7 +70,7 @@ def own_queries(cfg: HeadToHeadConfig, questions: str | Path) -> pd.DataFrame:
         print(f"[robustkit] {len(missing)} of {len(asked)} question(s) bring no rewrites: the adversary writes "
               f"one of each bias type for them", flush=True)
         rewrites += adversary_rewrites(cfg.config_for(CormConfig), missing, k=len(PERTURBATION_TYPES),
-                                       name=f"own-{_slug(questions)}")
+                                       name=f"own-{_slug(questions)}", corpus=corpus)
     return queries_for(asked, rewrites)
 
 
