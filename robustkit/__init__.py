@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = ("adaptive", "alignrag", "artifacts", "audit", "baselines", "bench", "callcache",
                "config", "corm", "counterrefine", "course", "crossencoder", "data", "device", "doctor", "fva",
-               "gap", "headtohead", "judges", "llm", "llm_client", "locks", "loopback", "memo", "methods",
+               "gap", "headtohead", "judges", "llm", "llm_client", "llm_replies", "locks", "loopback", "memo", "methods",
                "metrics", "models", "nli", "paths", "plots", "qa_sets", "reader", "registry",
                "resources", "retrieval", "run_times", "serve", "session", "timings",
                "truthfulqa", "weights", "widgets", "workload", "workload_measured",

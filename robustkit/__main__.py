@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     run.add_argument("method", nargs="?", default="corm", choices=METHODS)
     run.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny "
                      "(colab on a GPU)")
-    run.add_argument("--seed", type=_seed, default=0)
+    run.add_argument("--seed", type=_count("the seed"), default=0)
     run.add_argument("--no-llm-rerank", action="store_true", help="corm: skip the slow LLM-rerank baseline")
     run.add_argument("--questions", help="headtohead: your questions, a JSONL file of {id?, question, answers, "
                      "rewrites?} (the audit's format), answered instead of the scale's test questions")
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
                        help="a method id (rk.registry.ids()): " + ", ".join(_method_ids()[:16]) + ", …")
     serve.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
     serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine only)")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=_port, default=8000)
     serve.add_argument("--corpus", help="the passages the method searches: mini, or a JSONL file of {id, title?, "
                        "text} (default: the scale's corpus); the same file as audit --corpus")
     audit = sub.add_parser("audit", help="the robustness of any RAG system (or chat model) under biased "
@@ -65,7 +65,10 @@ def main(argv=None) -> int:
     audit.add_argument("--model", help="openai format: the served model's name")
     audit.add_argument("--questions", default="mini", help="mini (data/mini's test questions, default), "
                        "nq_open, or a JSONL file of {id, question, answers, rewrites?}")
-    audit.add_argument("--n-questions", type=int, default=0, help="the first n questions only (default: all)")
+    audit.add_argument("--n-questions", type=_count("--n-questions"), default=0,
+                       help="the first n questions only (default 0: all)")
+    audit.add_argument("--timeout", type=_seconds, default=300.0, help="seconds to wait for one request to the "
+                       "system (default 300); a request that times out is retried, then named")
     audit.add_argument("--corpus", help="openai format: the kit's dense retrieval over this corpus feeds the "
                        "model (mini, or a JSONL file of {id, title, text}); without it the model is closed-book")
     audit.add_argument("--name", default="system", help="the system's name in the report and runs/")
@@ -140,10 +143,29 @@ def _method_ids() -> list[str]:
     return ids()
 
 
-def _seed(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"the seed must be an integer >= 0, got {text!r}")
+def _count(what: str):
+    """An argument type: an integer >= 0 (argparse names the option and the value it refused)."""
+    def parse(text: str) -> int:
+        if not text.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= 0, got {text!r}")
+        return int(text)
+    return parse
+
+
+def _port(text: str) -> int:
+    if not text.strip().isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is an integer from 1 to 65535, got {text!r}")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"a timeout is a positive number of seconds, got {text!r}")
+    return value
 
 
 def _gap(kind: str, split: str) -> None:

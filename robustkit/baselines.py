@@ -16,6 +16,7 @@ import numpy as np
 
 from robustkit.config import check_knob
 from robustkit.data.records import Corpus, Passage
+from robustkit.llm import check_strings
 from robustkit.methods import Answer, Query, check_queries, derived_identity, spread_latency
 from robustkit.reader import READER_VERSION, answer_with_context
 from robustkit.retrieval import Hit, split_per_query
@@ -160,6 +161,7 @@ class RerankedRAG:
 
     def rank(self, queries: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
         """Retrieve top-M and rerank: (ids sorted best first, their scores) per query."""
+        check_strings("queries", queries, 'e.g. rank(["who wrote hamlet"])')
         reranked = RerankedRetriever(self.retriever, self.reranker, m=self.m, corpus=self.corpus)
         return reranked.ranked(list(queries), self.m)
 

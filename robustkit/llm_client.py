@@ -42,10 +42,13 @@ from robustkit.callcache import CallCache, call_key
 from robustkit.config import Scale, announce_long_work, check_knob, get_scale, show_progress
 from robustkit.llm import (DEFAULT_SYSTEM, Generator, Prompt, chat_messages, check_prompts, check_strings,
                            cut_at_stop)
+from robustkit.llm_replies import (body_text, continuation_flags, field, is_logprob, option_probabilities_from,
+                                   reply_logprob)
 from robustkit.models import (SERVED_PREFIX, ModelError, ModelSpec, ServerError, ServerFeatureError,
                               auto_tokenizer, check_server, chosen_models, resolve_model, served_model)
 
 TOP_LOGPROBS = 20  # the most OpenAI's API returns; vLLM's default cap too
+MALFORMED_RETRIES = 2  # a reply that is not JSON, sent again this many times
 CONTINUE = "continue_final_message (continuing a prefilled assistant reply)"
 ECHO = "echo with logprobs on /v1/completions"
 # (server URL, served model, feature) → probed and found to work, once per process
@@ -146,9 +149,11 @@ class ServedGenerator:
                 self._verified(CONTINUE, lambda: self._probe_continuation(messages))
             reply = self._request("generate", "chat.completions", messages=messages, max_tokens=max_new_tokens,
                                   temperature=0.0, stop=list(stop) or None,
-                                  extra_body=_continuation_flags(True) if continued else None,
+                                  extra_body=continuation_flags(True) if continued else None,
                                   feature=CONTINUE if continued else None)
-            text = _field(reply, "choices[0].message.content", lambda r: r.choices[0].message.content)
+            text = field(reply, "choices[0].message.content", lambda r: r.choices[0].message.content)
+            if not isinstance(text, str):
+                raise self._invalid("generate", "choices[0].message.content", text, "a string")
             return cut_at_stop(text, stop).strip()
 
         return self._cached_calls(prompts, params, ask, batch_size, progress, desc, store=str, load=str)
@@ -163,9 +168,13 @@ class ServedGenerator:
         def ask(messages):
             reply = self._request("option_probabilities", "chat.completions", messages=messages, max_tokens=1,
                                   temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
-            top = _field(reply, "choices[0].logprobs.content[0].top_logprobs",
+            top = field(reply, "choices[0].logprobs.content[0].top_logprobs",
                          lambda r: [(t.token, t.logprob) for t in r.choices[0].logprobs.content[0].top_logprobs],
                          feature="logprobs with top_logprobs on chat completions", operation="option_probabilities")
+            for token, logprob in top:
+                if not isinstance(token, str) or not is_logprob(logprob):
+                    raise self._invalid("option_probabilities", "choices[0].logprobs.content[0].top_logprobs",
+                                        {"token": token, "logprob": logprob}, "a token string and a finite log-probability ≤ 0")
             probs, missing = option_probabilities_from(top, options)
             self.options_missing += missing
             return probs
@@ -214,9 +223,17 @@ class ServedGenerator:
         """log P(full[reply_start:] | full[:reply_start]) from the server's echoed prompt."""
         reply = self._request("continuation_logprobs", "completions", prompt=full, max_tokens=1,
                               temperature=0.0, echo=True, logprobs=1, feature=ECHO)
-        logprobs = _field(reply, "choices[0].logprobs", lambda r: r.choices[0].logprobs,
+        logprobs = field(reply, "choices[0].logprobs", lambda r: r.choices[0].logprobs,
                           feature=ECHO, operation="continuation_logprobs")
-        return reply_logprob(logprobs.text_offset, logprobs.token_logprobs, reply_start, len(full))
+        offsets, values = logprobs.text_offset, logprobs.token_logprobs
+        if not isinstance(offsets, list) or not isinstance(values, list) or len(offsets) != len(values):
+            raise self._invalid("continuation_logprobs", "choices[0].logprobs", logprobs,
+                                "text_offset and token_logprobs, two lists of one entry per token")
+        for offset, value in zip(offsets, values):  # the first prompt token has no log-probability: None
+            if isinstance(offset, bool) or not isinstance(offset, int) or value is not None and not is_logprob(value):
+                raise self._invalid("continuation_logprobs", "choices[0].logprobs.token_logprobs",
+                                    {"text_offset": offset, "logprob": value}, "an integer offset and a finite log-probability ≤ 0")
+        return reply_logprob(offsets, values, reply_start, len(full))
 
     def _verified(self, feature: str, probe) -> None:
         """Run ``probe`` (it raises when the server does not do what ``feature`` asks) once per
@@ -232,8 +249,8 @@ class ServedGenerator:
         prompt is shorter than the same messages rendered as a finished turn plus a new one."""
         def prompt_tokens(continued: bool) -> int:
             reply = self._request("generate", "chat.completions", messages=messages, max_tokens=1, temperature=0.0,
-                                  extra_body=_continuation_flags(continued), feature=CONTINUE)
-            return _field(reply, "usage.prompt_tokens", lambda r: r.usage.prompt_tokens, feature=CONTINUE,
+                                  extra_body=continuation_flags(continued), feature=CONTINUE)
+            return field(reply, "usage.prompt_tokens", lambda r: r.usage.prompt_tokens, feature=CONTINUE,
                           operation="generate")
 
         continued, closed = prompt_tokens(True), prompt_tokens(False)
@@ -254,7 +271,7 @@ class ServedGenerator:
             logprobs = r.choices[0].logprobs
             return (logprobs.tokens[0], logprobs.token_logprobs[0]) if logprobs.token_logprobs[0] is not None else None
 
-        token, generated = _field(reply, "choices[0].logprobs.token_logprobs[0]", first_token, feature=ECHO,
+        token, generated = field(reply, "choices[0].logprobs.token_logprobs[0]", first_token, feature=ECHO,
                                   operation="continuation_logprobs")
         try:
             echoed = self._echoed_logprob(head + token, len(head)) if token.strip() else None
@@ -278,23 +295,51 @@ class ServedGenerator:
                              f"and its tokenizer does not load here ({type(err).__name__}); serve the model "
                              "under its hub id or a folder this machine can read") from None
 
+    def _invalid(self, operation: str, name: str, value, wanted: str) -> ServerError:
+        """The error for a reply whose field ``name`` holds ``value`` instead of ``wanted``; raised
+        before anything of the reply is cached."""
+        return ServerError(f"the {self.spec.role} server at {self.spec.path} sent an invalid {name} during "
+                           f"{operation}: {value!r:.120} (expected {wanted}); nothing of this reply was cached — "
+                           "fix the server, then run again")
+
     def _request(self, operation: str, endpoint: str, *, feature: str | None = None, **body):
+        reply = self._send(operation, endpoint, feature=feature, **body)
+        if not getattr(reply, "choices", None):
+            raise self._invalid(operation, "choices", getattr(reply, "choices", reply), "a non-empty list")
+        return reply
+
+    def _send(self, operation: str, endpoint: str, *, feature: str | None = None, **body):
+        """One request. The client already retries refused and dropped connections, 429 and 5xx; a
+        body that is not JSON is retried here (as transient as a dropped connection); each failure
+        that remains is named with the server."""
         import openai
 
         create = self.client.chat.completions.create if endpoint == "chat.completions" else self.client.completions.create
-        try:
-            return create(model=self.model_name, **body)
-        except openai.APIConnectionError as err:
-            raise ServerError(f"the {self.spec.role} server at {self.spec.path} stopped answering during "
-                              f"{operation} ({err}); restart it and run again: finished calls are cached") from None
-        except openai.NotFoundError:
-            raise ServerError(f"the server at {self.spec.path} does not serve {self.model_name!r} (it lists "
-                              f"{self._server['served_models']}); fix the model name") from None
-        except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
-            if feature:
-                raise ServerFeatureError(f"the server at {self.spec.path} refused {feature}, which {operation} "
-                                         f"needs ({err}); serve the model with vLLM, or run this role in-process") from None
-            raise ServerError(f"the server at {self.spec.path} refused a {operation} request: {err}") from None
+        for attempt in range(MALFORMED_RETRIES + 1):
+            try:
+                return create(model=self.model_name, **body)
+            except (json.JSONDecodeError, openai.APIResponseValidationError) as err:
+                if attempt == MALFORMED_RETRIES:
+                    raise ServerError(f"the {self.spec.role} server at {self.spec.path} answered {operation} with a "
+                                      f"body that is not the API's JSON ({type(err).__name__}: {str(err)[:160]}), "
+                                      f"{attempt + 1} times; check the server's log") from None
+                time.sleep(2 ** attempt)
+            except openai.APIConnectionError as err:
+                raise ServerError(f"the {self.spec.role} server at {self.spec.path} stopped answering during "
+                                  f"{operation} ({err}); restart it and run again: finished calls are cached") from None
+            except openai.NotFoundError:
+                raise ServerError(f"the server at {self.spec.path} does not serve {self.model_name!r} (it lists "
+                                  f"{self._server['served_models']}); fix the model name") from None
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+                if feature:
+                    raise ServerFeatureError(f"the server at {self.spec.path} refused {feature}, which {operation} "
+                                             f"needs ({err}); serve the model with vLLM, or run this role "
+                                             "in-process") from None
+                raise ServerError(f"the server at {self.spec.path} refused a {operation} request: {err}") from None
+            except openai.APIStatusError as err:  # 5xx after the client's retries, 401, 403 …
+                raise ServerError(f"the {self.spec.role} server at {self.spec.path} answered {operation} with HTTP "
+                                  f"{err.status_code} ({body_text(err)}); check the server's log (and OPENAI_API_KEY "
+                                  "for 401/403), then run again: finished calls are cached") from None
 
     def _cached_calls(self, prompts, params: dict, ask, batch_size, progress, desc, *,
                       store, load, rendered: bool = False) -> list:
@@ -329,57 +374,3 @@ class ServedGenerator:
                     announce_long_work(f"{desc} ({self.model_id})", len(part), len(todo),
                                        time.perf_counter() - started, "prompts")
         return [done[k] for k in keys]
-
-
-def _continuation_flags(continued: bool) -> dict:
-    """vLLM's chat-template flags: continue the final (assistant) message, or close it and open a new turn."""
-    return {"continue_final_message": continued, "add_generation_prompt": not continued}
-
-
-def _field(reply, name: str, read, *, feature: str | None = None, operation: str | None = None):
-    """``read(reply)``, or a message naming the missing field (and the feature, where one was asked for)."""
-    try:
-        value = read(reply)
-    except (AttributeError, IndexError, TypeError):
-        value = None
-    if value is None:
-        if feature:
-            raise ServerFeatureError(f"the server's response has no {name}: it does not support {feature}, "
-                                     f"which {operation} needs; serve the model with vLLM, or run this role in-process")
-        raise ServerError(f"malformed response from the server: no {name} in {str(reply)[:300]}")
-    return value
-
-
-def option_probabilities_from(top: list[tuple[str, float]], options: Sequence[str]) -> tuple[list[float], int]:
-    """Options' probabilities renormalised over the options, from one position's top log-probabilities.
-
-    Each option is read as the longest returned token it starts with (the token its reply would
-    begin with). Options no returned token begins get 0, and are counted (the second value).
-    """
-    chosen = {}
-    for option in options:
-        matches = [(token, lp) for token, lp in top if token and option.startswith(token)]
-        if matches:
-            chosen[option] = max(matches, key=lambda m: len(m[0]))
-    tokens = [token for token, _ in chosen.values()]
-    if len(set(tokens)) != len(tokens):
-        raise ValueError(f"options {list(options)} share a first token; they cannot be told apart")
-    if not chosen:
-        raise ServerError(f"none of the options {list(options)} is among the top {len(top)} tokens "
-                          f"({[t for t, _ in top][:8]}…); the prompt does not ask for one of them")
-    best = max(lp for _, lp in chosen.values())
-    weights = [math.exp(chosen[o][1] - best) if o in chosen else 0.0 for o in options]
-    return [w / sum(weights) for w in weights], len(options) - len(chosen)
-
-
-def reply_logprob(offsets: Sequence[int], logprobs: Sequence[float | None], reply_start: int, reply_end: int) -> float:
-    """Σ log p over the echoed tokens that spell the reply: those starting in [reply_start, reply_end)."""
-    starts = list(offsets)
-    if reply_start not in starts:
-        raise ValueError(f"no token starts where the reply does (character {reply_start}): the reply merges "
-                         "with the end of the prompt when tokenized (leading whitespace?)")
-    inside = [lp for start, lp in zip(starts, logprobs) if reply_start <= start < reply_end]
-    if not inside or any(lp is None for lp in inside):
-        raise ServerError("the server's echoed log-probabilities do not cover the reply's tokens")
-    return float(sum(inside))
-

@@ -6,18 +6,20 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from robustkit.audit.endpoints import RAGEndpoint, _check_reply
 from robustkit.audit.protocol import analyse
+from robustkit.callcache import CallCache
 from robustkit.data import read_questions
 from robustkit.data.records import DataError
 from robustkit.loopback import free_port, server
 from robustkit.methods import Query
 from robustkit.models import ServerError
+from faults import DROP, scripted
+from mirror import needs_mirror
 
 
 def _write(path, rows):
@@ -49,13 +51,65 @@ def test_a_bad_row_is_named_by_line_and_field(tmp_path, row, complaint):
 
 @pytest.mark.parametrize("reply, field", [
     ({"answer": 3}, r"answers\[0\].answer"),
-    ({"id": "7", "answer": "x"}, r"answers\[0\].id"),
     ({"answer": "x", "abstained": "no"}, r"answers\[0\].abstained"),
     ({"answer": "x", "passages": [{"title": "t"}]}, r"answers\[0\].passages\[0\].text"),
 ])
 def test_a_malformed_answer_is_named_by_field(reply, field):
     with pytest.raises(ServerError, match=field):
-        _check_reply(reply, 0, "0", "http://x/v1/rag")
+        _check_reply(reply, 0, "http://x/v1/rag")
+
+
+QUERIES = [Query("q1", "q1", "Who wrote Hamlet?"), Query("q2", "q2", "What is the capital of Norway?")]
+RIGHT = {"Who wrote Hamlet?": "William Shakespeare", "What is the capital of Norway?": "Oslo",
+         "Who painted the Mona Lisa?": "Leonardo da Vinci"}
+LATER = [Query("q3", "q3", "Who painted the Mona Lisa?")]
+
+
+def _answers(body, *, ids=True, order=1):
+    rows = [{**({"id": q["id"]} if ids else {}), "answer": RIGHT[q["question"]]} for q in body["questions"]]
+    return {"answers": rows[::order]}
+
+
+def test_answers_sent_back_in_another_order_are_matched_by_id(tmp_path):
+    with scripted(lambda path, body, n: (200, _answers(body, order=-1))) as (url, _):
+        answers = RAGEndpoint(url, cache=CallCache(tmp_path / "c.sqlite")).answer(QUERIES)
+    assert [a.text for a in answers] == ["William Shakespeare", "Oslo"]
+
+
+def test_answers_without_ids_are_refused_unless_one_question_was_asked(tmp_path):
+    with scripted(lambda path, body, n: (200, _answers(body, ids=False))) as (url, _):
+        with pytest.raises(ServerError, match=r"must carry the id of its question.*never by position"):
+            RAGEndpoint(url, cache=CallCache(tmp_path / "c.sqlite")).answer(QUERIES)
+        one = RAGEndpoint(url, batch_size=1, cache=CallCache(tmp_path / "d.sqlite")).answer(QUERIES)
+    assert [a.text for a in one] == ["William Shakespeare", "Oslo"]
+
+
+@pytest.mark.parametrize("fault", [DROP, (200, b'{"answers": [{"id": "0", "answer": "Will'), (503, b"<html>busy</html>")])
+def test_a_dropped_truncated_or_failed_reply_is_retried_and_nothing_of_it_cached(tmp_path, fault):
+    faulty = {"requests": 1}  # how many requests from now on meet the fault
+
+    def reply(path, body, n):
+        faulty["requests"] -= 1
+        return fault if faulty["requests"] >= 0 else (200, _answers(body))
+
+    with scripted(reply) as (url, received):
+        system = RAGEndpoint(url, retries=1, cache=CallCache(tmp_path / "c.sqlite"))
+        assert [a.text for a in system.answer(QUERIES)] == ["William Shakespeare", "Oslo"]  # retried
+        assert len(received) == 2
+        faulty["requests"] = 2
+        with pytest.raises(ServerError, match=r"did not answer after 2 tries \(last: "):
+            system.answer(LATER)
+        assert [a.text for a in system.answer(QUERIES)] == ["William Shakespeare", "Oslo"]
+        assert (len(received), system.hits) == (4, 2)  # the answers cached were the good ones
+        assert [a.text for a in system.answer(LATER)] == ["Leonardo da Vinci"]
+        assert len(received) == 5  # nothing of the failed requests was cached
+
+
+def test_a_refused_request_is_named_and_not_retried(tmp_path):
+    with scripted(lambda path, body, n: (422, {"detail": "questions[0].question: field required"})) as (url, received):
+        with pytest.raises(ServerError, match=r"refused the request \(HTTP 422.*field required"):
+            RAGEndpoint(url, retries=3, cache=False).answer(QUERIES)
+    assert len(received) == 1
 
 
 def test_an_unreachable_system_stops_with_the_url_after_bounded_retries(tmp_path):
@@ -65,8 +119,7 @@ def test_an_unreachable_system_stops_with_the_url_after_bounded_retries(tmp_path
         system.answer([Query("q", "q", "Who wrote Hamlet?")])
 
 
-@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / "shared" / "datasets" / "nq_open").is_dir(),
-                    reason="no ../shared/datasets mirror on this machine")
+@needs_mirror("nq_open")
 def test_an_nq_open_audit_set_is_its_first_questions_with_the_adversary_s_rewrites(monkeypatch):
     from robustkit.audit import protocol
 

@@ -1,17 +1,16 @@
+import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
-import random
-from dataclasses import replace
-from pathlib import Path
-
 from robustkit.data import Passage, Question, mini_corpus, mini_questions
-from robustkit.data.check import content_tokens
 from robustkit.data.answer_types import infer_answer_type
+from robustkit.data.check import content_tokens
 from robustkit.corm.perturb import (PERTURBATION_TYPES, adversary_checks, distraction_sentences, llm_share,
                                     plan_attempts, repeated_phrase, rotation, synthesize, typed_pool, _record,
                                     _template)
+from mirror import needs_mirror
 
 Q = Question("q1", "who wrote the novel frankenstein", ("Mary Shelley", "Shelley"), "person")
 
@@ -54,10 +53,7 @@ def test_the_question_s_form_gives_data_mini_s_hand_written_answer_types():
     assert agree >= 0.95 * len(questions), f"{agree} of {len(questions)}"
 
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-@pytest.mark.skipif(not (SHARED / "simpleqa").is_dir(), reason="no ../shared/datasets mirror on this machine")
+@needs_mirror("simpleqa")
 def test_the_question_s_form_gives_simpleqa_s_answer_types_it_never_shaped():
     """SimpleQA's own metadata types (Person, Date, Number, Place; its "Other" is not ours)."""
     from robustkit.data.benchmarks import load

@@ -10,6 +10,7 @@ from robustkit.fva.method import FVARAG, parse_queries
 from robustkit.fva.data import stratified_sample, stratum
 from robustkit.judges import AnswerConflict, NLIAdjudicator
 from robustkit.methods import Query
+from mirror import needs_mirror
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +169,7 @@ def test_self_rag_keeps_the_best_critiqued_candidate(generator, mini, queries):
     assert closed.trace["selfrag_path"] == "no relevant passage" and closed.passage_ids == []
 
 
+@needs_mirror("truthfulqa")
 def test_stratified_sample_balances_the_paper_categories():
     from robustkit.data import load
 

@@ -8,9 +8,11 @@ import pytest
 from robustkit.config import with_overrides
 from robustkit.llm import Generator
 from robustkit.loopback import free_port, transformers_serve
-from robustkit.llm_client import ServedGenerator, make_generator, option_probabilities_from, reply_logprob
+from robustkit.llm_client import ServedGenerator, make_generator
+from robustkit.llm_replies import option_probabilities_from, reply_logprob
 from robustkit.models import (ModelError, ServerError, ServerFeatureError, check_server, resolve_model, served_model,
                               served_spec)
+from faults import scripted
 
 
 # --- choices and responses (fast tier) ------------------------------------------------------
@@ -76,6 +78,69 @@ def test_reply_logprob_sums_the_echoed_reply_tokens_only():
     assert reply_logprob(offsets, logprobs, 7, 13) == pytest.approx(-0.75)
     with pytest.raises(ValueError, match="merges"):
         reply_logprob(offsets, logprobs, 8, 13)
+
+
+# --- a scripted server's faults (fast tier) -----------------------------------------------------
+
+def _chat(content="yes", top=(("yes", -0.2), ("no", -1.8))):
+    """An OpenAI chat completion with the first reply token's top log-probabilities."""
+    logprobs = {"content": [{"token": top[0][0], "logprob": top[0][1], "bytes": None,
+                             "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top]}]}
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": logprobs,
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+
+
+def _served(url, tmp_path):
+    from robustkit.callcache import CallCache
+
+    return make_generator("generator", with_overrides("tiny", models={"generator": f"openai:m@{url}"}),
+                          cache=CallCache(tmp_path / "calls.sqlite"))
+
+
+GOOD = [math.exp(-0.2) / (math.exp(-0.2) + math.exp(-1.8)), math.exp(-1.8) / (math.exp(-0.2) + math.exp(-1.8))]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 50.0, "high", None])
+def test_an_invalid_log_probability_is_named_and_never_cached(tmp_path, bad):
+    sent = {"reply": _chat(top=(("yes", bad), ("no", -1.8)))}
+    with scripted(lambda path, body, n: (200, sent["reply"])) as (url, received):
+        served = _served(url, tmp_path)
+        with pytest.raises(ServerError, match=r"generator server at .* sent an invalid choices\[0\].logprobs"
+                                              r".*during option_probabilities: .*'logprob': "):
+            served.option_probabilities(["Is Oslo in Norway?"])
+        sent["reply"] = _chat()  # the server fixed: its answer is what gets stored
+        assert served.option_probabilities(["Is Oslo in Norway?"]) == [pytest.approx(GOOD)]
+        again = served.with_cache(served.cache)
+        assert again.option_probabilities(["Is Oslo in Norway?"]) == [pytest.approx(GOOD)]
+    assert (len(received), again.hits) == (2, 1)
+
+
+@pytest.mark.parametrize("reply, named", [
+    ({**_chat(), "choices": []}, r"sent an invalid choices during generate: \[\] \(expected a non-empty list\)"),
+    (_chat(content=42), r"sent an invalid choices\[0\].message.content during generate: 42"),
+])
+def test_a_reply_without_its_answer_is_named(tmp_path, reply, named):
+    with scripted(lambda path, body, n: (200, reply)) as (url, _):
+        with pytest.raises(ServerError, match=named):
+            _served(url, tmp_path).generate(["Who wrote Hamlet?"])
+
+
+def test_a_truncated_reply_is_retried_then_named(tmp_path):
+    with scripted(lambda path, body, n: (200, b'{"id": "c", "choices": [{"mess') if n == 1 else (200, _chat())) as (url, _):
+        assert _served(url, tmp_path).generate(["Who wrote Hamlet?"]) == ["yes"]
+    with scripted(lambda path, body, n: (200, b'{"id": "c", "choices": [{"mess')) as (url, received):
+        with pytest.raises(ServerError, match=r"answered generate with a body that is not the API's JSON"):
+            _served(url, tmp_path / "b").generate(["Who wrote Hamlet?"])
+    assert len(received) == 3
+
+
+def test_a_server_error_page_is_named_with_its_status_after_the_client_s_retries(tmp_path):
+    with scripted(lambda path, body, n: (500, b"<html><body>Internal Server Error</body></html>")) as (url, received):
+        with pytest.raises(ServerError, match=r"answered generate with HTTP 500 \(<html><body>Internal Server Error"):
+            _served(url, tmp_path).generate(["Who wrote Hamlet?"])
+    assert len(received) == 4  # the first try and the client's three retries
 
 
 # --- a real server on loopback (slow tier) --------------------------------------------------
@@ -155,7 +220,7 @@ def test_a_kit_method_reads_with_a_served_reader_as_with_its_own(server, tmp_pat
     from robustkit.methods import Query
 
     model, url = server.removeprefix("openai:").split("@http")
-    args = Namespace(format="openai", endpoint=f"http{url}", model=model, corpus="mini", name="smollm")
+    args = Namespace(format="openai", endpoint=f"http{url}", model=model, corpus="mini", name="smollm", timeout=300.0)
     queries = [Query(q.id, q.id, q.text) for q in mini_questions("test")[:4]]
     served = system_under_test(args, get_scale("tiny")).answer(queries)
     local = registry.build("dense", "tiny").answer(queries)

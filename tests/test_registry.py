@@ -12,6 +12,7 @@ from robustkit.corm.config import CormConfig
 from robustkit.counterrefine.config import CounterRefineConfig
 from robustkit.fva.config import FVAConfig, settings as fva_settings
 from robustkit.methods import Answer, derived_identity, evaluate
+from mirror import needs_mirror
 
 
 def test_every_id_is_built_by_its_home_folder_and_every_folder_id_is_registered():
@@ -191,6 +192,7 @@ def test_an_argument_the_method_does_not_keep_is_refused_by_name():
         Echo(object()).identity()
 
 
+@needs_mirror("truthfulqa")  # FVA-RAG's questions
 def test_describing_a_method_builds_nothing(tmp_path, monkeypatch):
     """``describe`` and ``run_log`` read: on an empty runs folder they leave it empty (and the
     fast tier would refuse the model loads that embedding a corpus needs)."""

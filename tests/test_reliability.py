@@ -158,6 +158,10 @@ def test_labelling_refuses_a_repeated_question_before_any_model_call(tmp_path):
     (["run", "--seed", "-1"], "the seed must be an integer >= 0"),
     (["run", "selfrag"], "invalid choice: 'selfrag'"),
     (["gap", "--retriever", "splade"], "invalid choice: 'splade'"),
+    (["audit", "--endpoint", "http://x/v1", "--n-questions", "-3"], "--n-questions must be an integer >= 0, got '-3'"),
+    (["audit", "--endpoint", "http://x/v1", "--timeout", "0"], "a timeout is a positive number of seconds, got '0'"),
+    (["audit", "--endpoint", "http://x/v1", "--timeout", "nan"], "a timeout is a positive number of seconds"),
+    (["serve", "--method", "dense", "--port", "70000"], "a port is an integer from 1 to 65535, got '70000'"),
 ])
 def test_cli_refuses_bad_arguments_with_a_message(argv, words, capsys):
     from robustkit.__main__ import main
@@ -375,3 +379,14 @@ def test_a_false_premise_without_a_wrong_answer_is_refused_before_the_adversary_
     alone = [Question("q1", "Who founded Rome?", ("Romulus",))]
     with pytest.raises(ValueError, match="question 'q1': a false-premise rewrite needs a wrong answer"):
         synthesize(alone, U, k=3, corpus=mini_corpus())  # U: the adversary is never asked
+
+
+def test_a_bare_string_or_no_labels_is_refused_by_name():
+    from robustkit.corm.method import RiskAwareRAG
+    from robustkit.corm.teacher import k_prime_distribution
+
+    rag = RiskAwareRAG.__new__(RiskAwareRAG)  # rank checks its input before touching any part
+    with pytest.raises(TypeError, match=r"queries must be a list of strings, got a str .*wrap it in a list"):
+        rag.rank("who wrote hamlet")
+    with pytest.raises(ValueError, match=r"needs the teacher's label rows"):
+        k_prime_distribution([])

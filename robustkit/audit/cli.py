@@ -19,14 +19,14 @@ def system_under_test(args, scale):
             raise ValueError("--model and --corpus are for --format openai; a RAG endpoint retrieves and "
                              "answers itself (serve a kit method over your passages with robustkit serve "
                              "--method ID --corpus FILE)")
-        return RAGEndpoint(args.endpoint, name=args.name)
+        return RAGEndpoint(args.endpoint, name=args.name, timeout=args.timeout)
     if not args.model:
         raise ValueError("--format openai needs --model, the served model's name (GET <endpoint>/models lists them)")
     served = with_overrides(scale, models={"generator": f"openai:{args.model}@{args.endpoint}"})
     if not args.corpus:
         from robustkit.llm_client import make_generator
 
-        return ClosedBook(make_generator("generator", served), name=args.name)
+        return ClosedBook(make_generator("generator", served, timeout=args.timeout), name=args.name)
     from robustkit import registry, resources
 
     corpus, retriever = resources.own_corpus(args.corpus, served)

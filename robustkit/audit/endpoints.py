@@ -15,7 +15,9 @@ answer is kept in its trace. Every call is cached under the system's name, URL a
 its GET ``<url>/models`` lists, if it has that route (a rerun resends nothing, and says how many
 answers it replayed), requests go
 ``concurrency`` at a time, each with a timeout and up to ``retries`` retries with exponential
-backoff on a refused connection, a timeout, 429 or 5xx.
+backoff on a refused or dropped connection, a timeout, 429, 5xx or a reply that is not JSON (asking
+the same questions again is harmless). Answers are matched to questions by ``id``: an endpoint must
+return the ids it was asked (only a request of one question may leave it out).
 """
 from __future__ import annotations
 
@@ -81,15 +83,23 @@ class RAGEndpoint:
     def _ask(self, batch: list[tuple[str, Query]]) -> list[dict]:
         """One POST /rag for ``batch``; the answers, checked, in its order."""
         rows = [{"id": f"{i}", "question": q.text} for i, (_, q) in enumerate(batch)]
-        body = _post(f"{self.url}/rag", {"questions": rows}, self.timeout, self.retries)
+        where = f"{self.url}/rag"
+        body = _post(where, {"questions": rows}, self.timeout, self.retries)
         self.requests += 1
         answers = body.get("answers") if isinstance(body, dict) else None
         if not isinstance(answers, list) or len(answers) != len(rows):
-            raise ServerError(f"malformed response from {self.url}/rag: 'answers' must be a list of "
+            raise ServerError(f"malformed response from {where}: 'answers' must be a list of "
                               f"{len(rows)} objects, one per question sent; got {str(body)[:200]}")
         for i, reply in enumerate(answers):
-            _check_reply(reply, i, rows[i]["id"], f"{self.url}/rag")
-        return answers
+            _check_reply(reply, i, where)
+        if len(rows) == 1 and "id" not in answers[0]:  # one question, one answer: nothing to mix up
+            return answers
+        by_id = {reply.get("id"): reply for reply in answers}
+        if sorted(by_id, key=str) != sorted(row["id"] for row in rows):
+            raise ServerError(f"malformed response from {where}: each answer must carry the id of its question "
+                              f"(sent {[row['id'] for row in rows]}, got {[r.get('id') for r in answers]}); "
+                              "answers are matched by id, never by position")
+        return [by_id[row["id"]] for row in rows]
 
 
 def _listed_models(url: str, timeout: float) -> list[str] | str:
@@ -104,39 +114,39 @@ def _listed_models(url: str, timeout: float) -> list[str] | str:
 
 
 def _post(url: str, payload: dict, timeout: float, retries: int) -> dict:
-    """POST JSON, retrying a refused connection, a timeout, 429 and 5xx (1, 2, 4 … s apart)."""
+    """POST JSON, retrying a refused or dropped connection, a timeout, 429, 5xx and a body that is
+    not JSON (1, 2, 4 … s apart); a 4xx is the request's fault and is not retried."""
     import httpx
 
     for attempt in range(retries + 1):
         try:
             response = httpx.post(url, json=payload, timeout=timeout)
-        except (httpx.ConnectError, httpx.TimeoutException) as err:
+        except httpx.TransportError as err:  # refused, dropped mid-reply, timed out
             failure = f"{type(err).__name__}: {err}"
         else:
             if response.status_code < 400:
                 try:
                     return response.json()
                 except ValueError:
-                    raise ServerError(f"malformed response from {url}: not JSON ({response.text[:200]!r})") from None
-            failure = f"HTTP {response.status_code}: {response.text[:300]}"
-            if response.status_code != 429 and response.status_code < 500:
-                raise ServerError(f"{url} refused the request ({failure}); check the endpoint's format "
-                                  "(robustkit.audit.endpoints documents it)")
+                    failure = f"a reply that is not JSON ({response.text[:200]!r})"
+            else:
+                failure = f"HTTP {response.status_code}: {response.text[:300]}"
+                if response.status_code != 429 and response.status_code < 500:
+                    raise ServerError(f"{url} refused the request ({failure}); check the endpoint's format "
+                                      "(robustkit.audit.endpoints documents it)")
         if attempt < retries:
             time.sleep(2 ** attempt)
-    raise ServerError(f"{url} did not answer after {retries + 1} tries ({failure}); check that the system "
+    raise ServerError(f"{url} did not answer after {retries + 1} tries (last: {failure}); check that the system "
                       "is running at that URL. Finished calls are cached: rerun to resume")
 
 
-def _check_reply(reply, i: int, expected_id: str, where: str) -> None:
+def _check_reply(reply, i: int, where: str) -> None:
     """One answer of the RAG format; the field at fault is named."""
     def bad(field, wanted, got):
         raise ServerError(f"malformed response from {where}: answers[{i}].{field} must be {wanted}, got {got!r:.80}")
 
     if not isinstance(reply, dict):
         bad("", "an object", reply)
-    if reply.get("id", expected_id) != expected_id:
-        bad("id", f"{expected_id!r} (answers in the order asked)", reply.get("id"))
     if not isinstance(reply.get("answer"), str):
         bad("answer", "a string", reply.get("answer"))
     if not isinstance(reply.get("abstained", False), bool):

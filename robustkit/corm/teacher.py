@@ -124,6 +124,8 @@ def k_prime_distribution(labels: Sequence[dict]):
     perturbations, K′ = 1…K: rows are s (rounded to 2 places), columns K′ (no new calls)."""
     import pandas as pd
 
+    if not labels:
+        raise ValueError("k_prime_distribution needs the teacher's label rows (rk.corm.labels(cfg)), got none")
     k = len(labels[0]["outcomes"])
     return pd.DataFrame({f"K'={kp}": pd.Series([round(robustness(r, kp), 2) for r in labels])
                          .value_counts(normalize=True) for kp in range(1, k + 1)}
