@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     serve.add_argument("--port", type=_port, default=8000)
     serve.add_argument("--corpus", help="the passages the method searches: mini, or a JSONL file of {id, title?, "
                        "text} (default: the scale's corpus); the same file as audit --corpus")
+    serve.add_argument("--api-key", help="answer only requests with 'Authorization: Bearer <key>' "
+                       "(default: $ROBUSTKIT_API_KEY; none: any request)")
     audit = sub.add_parser("audit", help="the robustness of any RAG system (or chat model) under biased "
                            "questions: a report in Markdown and HTML, and a JSON of every call")
     audit.add_argument("--endpoint", required=True, help="the system's base URL, e.g. http://127.0.0.1:8000/v1")
@@ -125,7 +127,7 @@ def _dispatch(args) -> int:
     elif args.command == "serve":
         from robustkit.serve import main as serve
 
-        serve(args.method, args.scale, args.host, args.port, corpus=args.corpus)
+        serve(args.method, args.scale, args.host, args.port, corpus=args.corpus, api_key=args.api_key)
     elif args.command == "audit":
         from robustkit.audit.cli import main as audit
 

@@ -26,6 +26,12 @@ from robustkit.models import ModelSpec, auto_config, resolve_model
 from robustkit.weights import fp16_dtype, load_causal_lm, load_tokenizer, weights_dir
 
 Prompt = str | list[dict]
+
+
+class PromptTooLong(ValueError):
+    """A prompt longer than the model's trained positions (the input's fault: fewer or shorter passages)."""
+
+
 DEFAULT_SYSTEM = "You are a concise assistant. Answer with a short phrase."
 
 
@@ -268,7 +274,7 @@ class Generator:
         limit = getattr(auto_config(weights_dir(self.spec, self.dtype)), "max_position_embeddings", None)
         over = [i for i, ids in enumerate(token_ids) if limit and len(ids) + new_tokens > limit]
         if over:
-            raise ValueError(
+            raise PromptTooLong(
                 f"prompt {position(over[0])} is {len(token_ids[over[0]]):,} tokens"
                 + (f", plus up to {new_tokens} new ones," if new_tokens else "")
                 + f" more than the {limit:,} positions {self.model_id} reads (max_position_embeddings)"

@@ -15,25 +15,41 @@ Any OpenAI client calls it (``OpenAI(base_url="http://127.0.0.1:8000/v1", api_ke
 ``response.model_extra["robustkit"]``). ``--corpus FILE`` serves the method over a researcher's own
 passages (``robustkit.data.own``), so an audit of their RAG and of the kit's methods reads the same. One request is answered at a time (a method holds one copy
 of its models); a batch on /v1/rag is answered in one ``Method.answer`` call, as the kit batches.
+
+Limits, as serving engines set them: a body of at most 1 MiB (413), questions of at most 4,000
+characters and 256 to a request (400), and a prompt the method's model cannot read answered 400
+with the reason. With ``--api-key`` (or ``$ROBUSTKIT_API_KEY``) every /v1 route wants
+``Authorization: Bearer <key>`` (401 without it), as vLLM's ``--api-key`` does; /health stays open.
 """
 
 import hashlib
+import hmac
 import json
+import os
+import socket
 import threading
 import time
 import uuid
 
+from robustkit.llm import PromptTooLong
 from robustkit.methods import Answer, Query
 
 MAX_BATCH = 256  # questions in one /v1/rag request: bounds a request's time and memory
+MAX_BODY_BYTES = 1 << 20  # a request body: 256 questions of 4,000 characters fit
+MAX_QUESTION_CHARS = 4_000  # far above any benchmark question, far below a model's context
 
 
 class BadRequest(ValueError):
-    """A request the server refuses, with the field at fault (HTTP 400)."""
+    """A request the server refuses, with the field at fault (HTTP 400, or ``status``)."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
 
 
-def app_for(method, corpus):
-    """A FastAPI app that answers with ``method`` (a kit ``Method``) and looks passages up in ``corpus``."""
+def app_for(method, corpus, *, api_key: str | None = None):
+    """A FastAPI app that answers with ``method`` (a kit ``Method``) and looks passages up in
+    ``corpus``; with ``api_key``, only requests that carry it."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
@@ -43,11 +59,22 @@ def app_for(method, corpus):
     def answer(questions: list[tuple[str, str]]) -> list[dict]:
         queries = [Query(qid, qid, text) for qid, text in questions]
         with lock:
-            answers = method.answer(queries)
+            try:
+                answers = method.answer(queries)
+            except PromptTooLong as err:  # the input's fault, said to the client, not a 500 in the log
+                raise BadRequest(f"the method's model cannot read this request: {err}") from None
         return [_answer_json(a, q.text, corpus) for a, q in zip(answers, queries)]
 
     def error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):
         return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": code}}, status)
+
+    @app.middleware("http")
+    async def require_key(request: Request, call_next):
+        given = request.headers.get("authorization", "")
+        if api_key and request.url.path.startswith("/v1") and not hmac.compare_digest(given, f"Bearer {api_key}"):
+            return error(401, "this server wants its API key: send the header 'Authorization: Bearer <key>' "
+                              "(the OpenAI client's api_key)", kind="authentication_error", code="invalid_api_key")
+        return await call_next(request)
 
     @app.get("/v1/models")
     def models():
@@ -66,9 +93,9 @@ def app_for(method, corpus):
                 return error(404, f"this server serves the method {method.name!r}, not {body.get('model')!r}; "
                                   f"pass model={method.name!r}", code="model_not_found")
             question = _question_of(body)
+            reply = (await _in_thread(answer, [(_id_of(question), question)]))[0]
         except BadRequest as err:
-            return error(400, str(err))
-        reply = (await _in_thread(answer, [(_id_of(question), question)]))[0]
+            return error(err.status, str(err))
         return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
                 "model": method.name,
                 "choices": [{"index": 0, "finish_reason": "stop",
@@ -79,9 +106,9 @@ def app_for(method, corpus):
     async def rag(request: Request):
         try:
             questions = _questions_of(await _json_object(request))
+            return {"method": method.name, "answers": await _in_thread(answer, questions)}
         except BadRequest as err:
-            return error(400, str(err))
-        return {"method": method.name, "answers": await _in_thread(answer, questions)}
+            return error(err.status, str(err))
 
     return app
 
@@ -94,10 +121,23 @@ async def _in_thread(function, *args):
 
 
 async def _json_object(request) -> dict:
+    """The request's JSON object, read only up to ``MAX_BODY_BYTES``."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BadRequest(f"the request body is {int(declared):,} bytes, more than {MAX_BODY_BYTES:,}; send "
+                         "fewer or shorter questions", status=413)
+    raw = b""
+    async for chunk in request.stream():  # a body sent without its length is cut off at the limit too
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise BadRequest(f"the request body is more than {MAX_BODY_BYTES:,} bytes; send fewer or shorter "
+                             "questions", status=413)
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
     except ValueError as err:
         raise BadRequest(f"the request body is not JSON ({err})") from None
+    except RecursionError:
+        raise BadRequest("the request body nests its JSON too deep; a request is an object of questions") from None
     if not isinstance(body, dict):
         raise BadRequest(f"the request body must be a JSON object, got {type(body).__name__}")
     return body
@@ -120,7 +160,7 @@ def _question_of(body: dict) -> str:
         content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     if not isinstance(content, str) or not content.strip():
         raise BadRequest("messages[-1].content must be the question, a non-empty string")
-    return content.strip()
+    return _checked_length("messages[-1].content", content.strip())
 
 
 def _questions_of(body: dict) -> list[tuple[str, str]]:
@@ -138,10 +178,17 @@ def _questions_of(body: dict) -> list[tuple[str, str]]:
         qid = row.get("id", _id_of(text))
         if not isinstance(qid, str) or not qid:
             raise BadRequest(f"questions[{i}].id must be a non-empty string, got {qid!r:.60}")
-        pairs.append((qid, text.strip()))
+        pairs.append((qid, _checked_length(f"questions[{i}].question", text.strip())))
     if len({qid for qid, _ in pairs}) != len(pairs):
         raise BadRequest("questions: two rows share an id; ids must be unique within a request")
     return pairs
+
+
+def _checked_length(field: str, question: str) -> str:
+    if len(question) > MAX_QUESTION_CHARS:
+        raise BadRequest(f"{field} is {len(question):,} characters, more than {MAX_QUESTION_CHARS:,}; a question "
+                         "is a question, not a document")
+    return question
 
 
 def _id_of(text: str) -> str:
@@ -158,20 +205,33 @@ def _answer_json(answer: Answer, question: str, corpus) -> dict:
 
 
 def main(method_name: str, scale=None, host: str = "127.0.0.1", port: int = 8000, *,
-         corpus: str | None = None) -> None:
+         corpus: str | None = None, api_key: str | None = None) -> None:
     """Build the method by its registry id at its paper's defaults (trained parts reused when
     staged) over the scale's corpus, or over ``corpus`` ("mini" or a passages file, searched by the
-    scale's dense retriever), and serve it."""
+    scale's dense retriever), and serve it; the port is checked first, so a taken one is said
+    before the minutes a method can take to build. ``api_key`` (default ``$ROBUSTKIT_API_KEY``)."""
     import uvicorn
 
     from robustkit import registry, resources
     from robustkit.config import get_scale
 
+    check_port(host, port)
+    api_key = api_key or os.environ.get("ROBUSTKIT_API_KEY") or None
     scale = get_scale(scale)
     own, retriever = resources.own_corpus(corpus, scale) if corpus else (None, None)
     method = registry.build(method_name, scale, corpus=own, retriever=retriever)
     passages = own if own is not None else resources.corpus_for(scale)  # where replies' passage ids are looked up
     print(f"[robustkit] serving {method.name} over {passages.name} ({len(passages):,} passages) at "
-          f"http://{host}:{port}/v1 (OpenAI chat completions, model {method.name!r}; plain JSON at /v1/rag)",
-          flush=True)
-    uvicorn.run(app_for(method, passages), host=host, port=port, log_level="warning")
+          f"http://{host}:{port}/v1 (OpenAI chat completions, model {method.name!r}; plain JSON at /v1/rag)"
+          + ("; requests must carry its API key" if api_key else ""), flush=True)
+    uvicorn.run(app_for(method, passages, api_key=api_key), host=host, port=port, log_level="warning")
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port this machine cannot listen on (taken, or privileged) before any work."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise ValueError(f"cannot serve on {host}:{port} ({err.strerror}); stop what holds the port or pass "
+                             "another --port") from None

@@ -203,7 +203,7 @@ def test_truncated_or_missing_manifests(tmp_path):
 LABELLING_SCRIPT = """
 import os, signal, sys
 from robustkit.artifacts import stage
-from robustkit.corm.teacher import label
+from robustkit.corm.teacher import label, label_counts
 from robustkit.data import mini_corpus, mini_questions, read_jsonl, write_jsonl
 from robustkit.callcache import CallCache
 from robustkit.llm import Generator
@@ -225,9 +225,11 @@ def generate_or_die(*args, **kwargs):
 teacher.generate = generate_or_die
 retriever = DenseRetriever(corpus, load_embedder("tiny"))
 
-def build(path, scratch):
-    write_jsonl(path, label(questions, perturbations, corpus, retriever, teacher, m=2,
-                            log_path=scratch / "log.jsonl", chunk_size=1, progress=False))
+def build(path, scratch):  # counted as corm.train.labels counts
+    built = label(questions, perturbations, corpus, retriever, teacher, m=2, log_path=scratch / "log.jsonl",
+                  chunk_size=1, progress=False)
+    write_jsonl(path, built)
+    return label_counts(built, teacher.misses, teacher.hits)
 
 stage(out, {"questions": [q.id for q in questions]}, build, read_jsonl)
 """
@@ -250,6 +252,10 @@ def test_labelling_killed_with_sigkill_resumes_to_the_same_bytes(tmp_path):
     assert run("killed").returncode == 0
     assert (tmp_path / "killed" / "labels.jsonl").read_bytes() == (tmp_path / "whole" / "labels.jsonl").read_bytes()
     assert not partial.parent.exists()
+    # the resumed manifest counts every generation the labels took, those before the kill included
+    whole, resumed = (read_manifest(tmp_path / name / "labels.jsonl")["stats"] for name in ("whole", "killed"))
+    assert whole["teacher generations"] == resumed["teacher generations"] == whole["sent when the stage ran"] == 8
+    assert resumed["read from an interrupted run's log"] == 4 and resumed["sent when the stage ran"] == 4
 
 
 def interrupted_on_call(real, n: int):

@@ -1,12 +1,17 @@
 """`python -m robustkit serve`: requests parsed strictly, and, on loopback, a kit method answering
 any OpenAI client (the official `openai` package) exactly as it answers in-process."""
+import re
+import socket
 import sys
 
 import httpx
 import pytest
 
+from robustkit.data import Corpus, Passage
+from robustkit.llm import PromptTooLong
 from robustkit.loopback import server
-from robustkit.serve import MAX_BATCH, BadRequest, _question_of, _questions_of
+from robustkit.methods import Answer
+from robustkit.serve import MAX_BATCH, MAX_BODY_BYTES, BadRequest, _question_of, _questions_of, app_for, check_port
 
 
 def test_a_chat_request_yields_its_last_user_message():
@@ -39,6 +44,61 @@ def test_a_rag_request_checks_every_row():
                         ({}, "questions")]:
         with pytest.raises(BadRequest, match=field):
             _questions_of(body)
+
+
+class LastWord:
+    """Answers with the question's last word: the HTTP layer is under test here, not a method. A
+    question of more than 50 words is a prompt its model cannot read."""
+    name = "last-word"
+
+    def answer(self, queries):
+        if any(len(q.text.split()) > 50 for q in queries):
+            raise PromptTooLong("prompt 0 is 9,999 tokens, more than the 8,192 positions m reads")
+        return [Answer(q.id, q.question_id, self.name, q.text.split()[-1]) for q in queries]
+
+
+def _client(**knobs):
+    from fastapi.testclient import TestClient
+
+    return TestClient(app_for(LastWord(), Corpus([Passage("p", "t", "x")]), **knobs))
+
+
+def _chat(question):
+    return {"model": "last-word", "messages": [{"role": "user", "content": question}]}
+
+
+@pytest.mark.parametrize("send, status, words", [
+    (lambda c: c.post("/v1/rag", content=b"{" + b" " * (MAX_BODY_BYTES + 1) + b"}"), 413, "more than 1,048,576"),
+    (lambda c: c.post("/v1/chat/completions", json=_chat("why " * 2000)), 400,
+     r"messages\[-1\].content is 7,999 characters, more than 4,000"),
+    (lambda c: c.post("/v1/rag", content=b'{"questions": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"), 400,
+     "nests its JSON too deep"),
+    (lambda c: c.post("/v1/rag", json={"questions": [{"id": "a", "question": "why " * 60}]}), 400,
+     "cannot read this request: prompt 0 is 9,999 tokens"),
+])
+def test_oversized_or_pathological_input_is_refused_with_the_reason(send, status, words):
+    reply = send(_client())
+    assert reply.status_code == status and re.search(words, reply.json()["error"]["message"])
+    assert _client().post("/v1/chat/completions", json=_chat("who wrote hamlet")).json()[
+        "choices"][0]["message"]["content"] == "hamlet"  # and the next request is answered
+
+
+def test_with_an_api_key_only_requests_that_carry_it_are_answered():
+    client = _client(api_key="s3cret")
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+        reply = client.post("/v1/chat/completions", json=_chat("who wrote hamlet"), headers=headers)
+        assert reply.status_code == 401 and reply.json()["error"]["code"] == "invalid_api_key"
+    assert client.get("/v1/models").status_code == 401 and client.get("/health").status_code == 200
+    reply = client.post("/v1/chat/completions", json=_chat("who wrote hamlet"), headers={"Authorization": "Bearer s3cret"})
+    assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == "hamlet"
+
+
+def test_a_taken_port_is_refused_before_any_work():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        with pytest.raises(ValueError, match=rf"cannot serve on 127.0.0.1:{holder.getsockname()[1]} .*another --port"):
+            check_port("127.0.0.1", holder.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ The RAG format (POST ``<url>/rag``)::
 ``abstained`` and ``passages`` are optional (passages best first); every other field of an
 answer is kept in its trace. Every call is cached under the system's name, URL and the models
 its GET ``<url>/models`` lists, if it has that route (a rerun resends nothing, and says how many
-answers it replayed), requests go
-``concurrency`` at a time, each with a timeout and up to ``retries`` retries with exponential
-backoff on a refused or dropped connection, a timeout, 429, 5xx or a reply that is not JSON (asking
+answers it replayed). Requests carry ``$ROBUSTKIT_API_KEY`` (or ``api_key``) as a bearer token when
+set, and go ``concurrency`` at a time, each with a timeout and up to ``retries`` retries with
+exponential backoff on a refused or dropped connection, a timeout, 429, 5xx or a reply that is not JSON (asking
 the same questions again is harmless). Answers are matched to questions by ``id``: an endpoint must
 return the ids it was asked (only a request of one question may leave it out).
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
@@ -39,13 +40,16 @@ class RAGEndpoint:
     """A RAG system behind an HTTP endpoint, as a ``Method``."""
 
     def __init__(self, url: str, *, name: str = "system", batch_size: int = 16, concurrency: int = 4,
-                 timeout: float = 300.0, retries: int = 3, cache: CallCache | bool = True):
+                 timeout: float = 300.0, retries: int = 3, cache: CallCache | bool = True,
+                 api_key: str | None = None):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"endpoint {url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
         check_knob("batch_size", batch_size, integer=True, low=1)
         check_knob("concurrency", concurrency, integer=True, low=1)
         check_knob("retries", retries, integer=True, low=0)
         self.url, self.name = url.rstrip("/"), name
+        key = api_key or os.environ.get("ROBUSTKIT_API_KEY")  # what `robustkit serve --api-key` wants
+        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.batch_size, self.concurrency, self.timeout, self.retries = batch_size, concurrency, timeout, retries
         self.cache = (cache if isinstance(cache, CallCache) else CallCache()) if cache is not False else None
         self.requests = self.hits = 0
@@ -54,7 +58,7 @@ class RAGEndpoint:
     def identity(self) -> dict:
         """The system as far as the client can tell: its name, URL, format and listed models."""
         if self._served is None:
-            self._served = _listed_models(self.url, self.timeout)
+            self._served = _listed_models(self.url, self.timeout, self.headers)
         return {"system": "rag-endpoint", "name": self.name, "url": self.url, "format": RAG_VERSION,
                 "models": self._served}
 
@@ -84,7 +88,7 @@ class RAGEndpoint:
         """One POST /rag for ``batch``; the answers, checked, in its order."""
         rows = [{"id": f"{i}", "question": q.text} for i, (_, q) in enumerate(batch)]
         where = f"{self.url}/rag"
-        body = _post(where, {"questions": rows}, self.timeout, self.retries)
+        body = _post(where, {"questions": rows}, self.timeout, self.retries, self.headers)
         self.requests += 1
         answers = body.get("answers") if isinstance(body, dict) else None
         if not isinstance(answers, list) or len(answers) != len(rows):
@@ -102,25 +106,25 @@ class RAGEndpoint:
         return [by_id[row["id"]] for row in rows]
 
 
-def _listed_models(url: str, timeout: float) -> list[str] | str:
+def _listed_models(url: str, timeout: float, headers: dict) -> list[str] | str:
     """The ids GET ``<url>/models`` lists (``robustkit serve`` lists its method), or why there are none."""
     import httpx
 
     try:
-        response = httpx.get(f"{url}/models", timeout=min(timeout, 10))
+        response = httpx.get(f"{url}/models", timeout=min(timeout, 10), headers=headers)
         return sorted(m["id"] for m in response.json()["data"]) if response.status_code == 200 else "no /models route"
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:
         return f"no /models route ({type(err).__name__})"
 
 
-def _post(url: str, payload: dict, timeout: float, retries: int) -> dict:
+def _post(url: str, payload: dict, timeout: float, retries: int, headers: dict) -> dict:
     """POST JSON, retrying a refused or dropped connection, a timeout, 429, 5xx and a body that is
     not JSON (1, 2, 4 … s apart); a 4xx is the request's fault and is not retried."""
     import httpx
 
     for attempt in range(retries + 1):
         try:
-            response = httpx.post(url, json=payload, timeout=timeout)
+            response = httpx.post(url, json=payload, timeout=timeout, headers=headers)
         except httpx.TransportError as err:  # refused, dropped mid-reply, timed out
             failure = f"{type(err).__name__}: {err}"
         else:

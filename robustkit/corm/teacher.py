@@ -77,6 +77,15 @@ def label(questions: Sequence[Question], perturbations: Sequence[dict], corpus: 
     return [done[f"{q.id}|{doc}"] for q in questions for doc, _ in pools[q.id]]
 
 
+def label_counts(records: Sequence[dict], sent: int, replayed: int) -> dict:
+    """What labelling cost, for its manifest: the teacher generations the labels took (K per
+    record), of which ``sent`` were generated when the stage ran, ``replayed`` came from the call
+    cache, and the rest were done by an interrupted run and read back from its log."""
+    generations = sum(len(r["outcomes"]) for r in records)
+    return {"records": len(records), "teacher generations": generations, "sent when the stage ran": sent,
+            "replayed from the call cache": replayed, "read from an interrupted run's log": generations - sent - replayed}
+
+
 def answer_likelihoods(labels: Sequence[dict], questions: Sequence[Question],
                        perturbations: Sequence[dict], corpus: Corpus, teacher, *,
                        max_words: int = 80, progress: bool = True) -> list[dict]:

@@ -79,7 +79,7 @@ def perturbations(cfg: CormSettings = None) -> list[dict]:
 
 def labels(cfg: CormSettings = None) -> list[dict]:
     """Teacher robustness labels s(x, d) for every training candidate (notebook 02); resumable."""
-    from robustkit.corm.teacher import label
+    from robustkit.corm.teacher import label, label_counts
 
     cfg = settings(cfg)
     questions, records = train_questions(cfg), perturbations(cfg)
@@ -95,8 +95,7 @@ def labels(cfg: CormSettings = None) -> list[dict]:
         built = label(questions, records, corpus, retriever, teacher, m=cfg.m_candidates,
                       log_path=scratch / "log.jsonl", judge=judge, max_words=cfg.scale.max_passage_words)
         write_jsonl(out, built)
-        return {"teacher calls": teacher.misses - calls, "cache hits": teacher.hits - hits,
-                "records": len(built)}
+        return label_counts(built, teacher.misses - calls, teacher.hits - hits)
 
     return stage(run_dir(cfg) / "labels.jsonl", inputs, build, read_jsonl)
 
@@ -125,16 +124,13 @@ def soft_labels(cfg: CormSettings = None) -> list[dict]:
 
 def labelling_cost(cfg: CormSettings = None):
     """What labelling cost, one row: the labels, the teacher generations they took, and of those
-    how many the stage generated when it ran and how many it replayed from the call cache (a
-    rerun over a warm cache generates none, yet costs the same on a cold one)."""
+    how many the stage generated when it ran, replayed from the call cache (a rerun over a warm
+    cache generates none, yet costs the same on a cold one) or read from an interrupted run's log."""
     import pandas as pd
 
     labels(cfg)
     stats = read_manifest(run_dir(cfg) / "labels.jsonl")["stats"]
-    return pd.DataFrame([{"labels": stats["records"],
-                          "teacher generations": stats["teacher calls"] + stats["cache hits"],
-                          "generated when the stage ran": stats["teacher calls"],
-                          "replayed from the call cache": stats["cache hits"]}])
+    return pd.DataFrame([{"labels": stats.pop("records"), **stats}])
 
 
 def training_groups(cfg: CormSettings = None, *, relevance: bool = False, soft: bool = False,
