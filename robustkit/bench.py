@@ -8,7 +8,8 @@ CE vs LLM-rerank) with end-to-end
 queries/s with and without abstention, CounterRefine's questions/s and model calls against
 Baseline-RAG's, FVA-RAG's questions/s, model and NLI calls against vanilla RAG's, Self-RAG's and
 CRAG's, a served generator's calls/s at 1, 4 and 16 concurrent requests against in-process
-batching, and peak RSS. Ratios are
+batching, ``serve``'s requests/s and latency under 1, 4 and 16 concurrent requests with and
+without batching, and peak RSS. Ratios are
 against baselines measured in the same run. Timings are printed, never asserted.
 """
 from __future__ import annotations
@@ -305,6 +306,58 @@ def bench_fva(n_queries: int = 8) -> dict[str, float]:
     return out
 
 
+def bench_serve_load(n_requests: int = 32) -> dict[str, float]:
+    """`serve` under load: requests/s and p50/p95 latency of dense RAG (tiny) over HTTP on loopback
+    at 1, 4 and 16 concurrent chat requests, answered one request per method call (the server
+    before batching) and with concurrent requests batched (``serve.BATCH_WINDOW_S``). The same
+    questions in every cell and no call cache: every answer is computed."""
+    import statistics
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+    import uvicorn
+
+    from robustkit import registry, resources
+    from robustkit.loopback import free_port
+    from robustkit.serve import app_for
+
+    method = registry.build("dense", "tiny")
+    method.generator = method.generator.with_cache(False)
+    questions = [q.text for q in mini_questions()[:n_requests]]
+    out: dict[str, float] = {}
+    for label, share in (("one at a time", False), ("batched", True)):
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(app_for(method, resources.corpus_for("tiny"), share=share),
+                                               host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.05)
+
+        def ask(question: str) -> float:
+            start = time.perf_counter()
+            httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=600,
+                       json={"model": method.name, "messages": [{"role": "user", "content": question}]}
+                       ).raise_for_status()
+            return time.perf_counter() - start
+
+        ask(questions[0])  # warm-up: first kernels, allocator
+        for concurrency in (1, 4, 16):
+            start = time.perf_counter()
+            with ThreadPoolExecutor(concurrency) as pool:
+                latencies = sorted(pool.map(ask, questions))
+            out[f"{label}, {concurrency} concurrent: requests/s"] = len(questions) / (time.perf_counter() - start)
+            out[f"{label}, {concurrency} concurrent: p50 s"] = statistics.median(latencies)
+            out[f"{label}, {concurrency} concurrent: p95 s"] = latencies[round(0.95 * (len(latencies) - 1))]
+        server.should_exit = True
+        thread.join()
+    for concurrency in (1, 4, 16):
+        out[f"batched / one at a time, {concurrency} concurrent"] = (
+            out[f"batched, {concurrency} concurrent: requests/s"] / out[f"one at a time, {concurrency} concurrent: requests/s"])
+    return out
+
+
 def main() -> None:
     import torch
 
@@ -322,7 +375,9 @@ def main() -> None:
                  ("cross-encoder scoring (MiniLM, M = 100 candidates a question)", bench_scorer),
                  ("risk-aware RAG (Algorithm 1)", bench_corm),
                  ("CounterRefine vs Baseline-RAG (8 two-hop questions)", bench_counterrefine),
-                 ("FVA-RAG vs its baselines (8 misconception questions, cache B)", bench_fva)]
+                 ("FVA-RAG vs its baselines (8 misconception questions, cache B)", bench_fva),
+                 ("serve under load: dense RAG over HTTP, one request per call vs batched (32 requests)",
+                  bench_serve_load)]
     for title, fn in sections:
         print(f"\n[{title}]")
         for key, value in fn().items():

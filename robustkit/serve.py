@@ -13,8 +13,11 @@ Two routes, so that a kit method can be audited like any outside system and plug
 Any OpenAI client calls it (``OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="-")``, then
 ``client.chat.completions.create(model="dense", messages=[...])``; the extra field is
 ``response.model_extra["robustkit"]``). ``--corpus FILE`` serves the method over a researcher's own
-passages (``robustkit.data.own``), so an audit of their RAG and of the kit's methods reads the same. One request is answered at a time (a method holds one copy
-of its models); a batch on /v1/rag is answered in one ``Method.answer`` call, as the kit batches.
+passages (``robustkit.data.own``), so an audit of their RAG and of the kit's methods reads the same.
+A method holds one copy of its models, so requests are answered in batches, as serving engines do:
+the questions of every request that arrives within a short window (``BATCH_WINDOW_S``) of the
+first, up to ``MAX_BATCH``, go to the method in one ``Method.answer`` call, and each request gets
+its own answers back; a batch on /v1/rag is one such request.
 
 Limits, as serving engines set them: a body of at most 1 MiB (413), questions of at most 4,000
 characters and 256 to a request (400), and a prompt the method's model cannot read answered 400
@@ -30,11 +33,13 @@ import socket
 import threading
 import time
 import uuid
+from dataclasses import replace
 
 from robustkit.llm import PromptTooLong
 from robustkit.methods import Answer, Query
 
-MAX_BATCH = 256  # questions in one /v1/rag request: bounds a request's time and memory
+MAX_BATCH = 256  # questions in one /v1/rag request, and in one call of the method
+BATCH_WINDOW_S = 0.02  # how long the first waiting request waits for others to share its batch
 MAX_BODY_BYTES = 1 << 20  # a request body: 256 questions of 4,000 characters fit
 MAX_QUESTION_CHARS = 4_000  # far above any benchmark question, far below a model's context
 
@@ -47,22 +52,81 @@ class BadRequest(ValueError):
         self.status = status
 
 
-def app_for(method, corpus, *, api_key: str | None = None):
+class Batcher:
+    """Gathers the questions of concurrent requests into batches for one method: ``submit`` blocks
+    until its own answers are back. The first waiting request waits ``window`` seconds for others
+    to join; a batch holds at most ``MAX_BATCH`` questions (``share=False``: one request, as a
+    server that answers one request at a time). A batch the method
+    refuses (a prompt too long) is split until the bad request fails alone."""
+
+    def __init__(self, method, window: float = BATCH_WINDOW_S, *, share: bool = True):
+        self.method, self.window, self.share = method, window, share
+        self.waiting: list[tuple[list[Query], dict]] = []
+        self.ready = threading.Condition()
+        self.batches = self.requests = 0  # how many method calls answered how many requests
+        threading.Thread(target=self._loop, name="robustkit-batcher", daemon=True).start()
+
+    def submit(self, queries: list[Query]) -> list[Answer]:
+        slot = {"done": threading.Event()}
+        with self.ready:
+            self.waiting.append((queries, slot))
+            self.ready.notify()
+        slot["done"].wait()
+        if "error" in slot:
+            raise slot["error"]
+        return slot["answers"]
+
+    def _loop(self) -> None:
+        while True:
+            with self.ready:
+                self.ready.wait_for(lambda: self.waiting)
+            time.sleep(self.window)  # let concurrent requests join the first
+            with self.ready:
+                batch, size = [], 0
+                while self.waiting and (not batch or self.share and size + len(self.waiting[0][0]) <= MAX_BATCH):
+                    batch.append(self.waiting.pop(0))
+                    size += len(batch[-1][0])
+            self._answer(batch)
+
+    def _answer(self, batch) -> None:
+        """Answer the batch's requests with one method call. When it fails, each half is tried
+        again, so a bad request ends up alone and fails by itself while the others are answered;
+        an error never kills this thread."""
+        try:
+            # each request's ids are its own: tagged, so that two requests' "q1" stay apart
+            queries = [Query(f"{n}\0{q.id}", q.question_id, q.text) for n, (qs, _) in enumerate(batch) for q in qs]
+            answers = iter(self.method.answer(queries))
+            replies = [[replace(next(answers), query_id=q.id) for q in qs] for qs, _ in batch]
+        except Exception as err:  # noqa: BLE001 — handed to the waiting request, which raises it
+            if len(batch) > 1:
+                self._answer(batch[:len(batch) // 2])
+                self._answer(batch[len(batch) // 2:])
+                return
+            batch[0][1]["error"] = err
+            batch[0][1]["done"].set()
+            return
+        self.batches, self.requests = self.batches + 1, self.requests + len(batch)
+        for (_, slot), own in zip(batch, replies):
+            slot["answers"] = own
+            slot["done"].set()
+
+
+def app_for(method, corpus, *, api_key: str | None = None, window: float = BATCH_WINDOW_S, share: bool = True):
     """A FastAPI app that answers with ``method`` (a kit ``Method``) and looks passages up in
-    ``corpus``; with ``api_key``, only requests that carry it."""
+    ``corpus``; concurrent requests share batches (``Batcher``); with ``api_key``, only requests
+    that carry it are answered."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
     app = FastAPI(title=f"robustkit: {method.name}", docs_url=None, redoc_url=None)
-    lock = threading.Lock()
+    app.state.batcher = batcher = Batcher(method, window, share=share)
 
     def answer(questions: list[tuple[str, str]]) -> list[dict]:
         queries = [Query(qid, qid, text) for qid, text in questions]
-        with lock:
-            try:
-                answers = method.answer(queries)
-            except PromptTooLong as err:  # the input's fault, said to the client, not a 500 in the log
-                raise BadRequest(f"the method's model cannot read this request: {err}") from None
+        try:
+            answers = batcher.submit(queries)
+        except PromptTooLong as err:  # the input's fault, said to the client, not a 500 in the log
+            raise BadRequest(f"the method's model cannot read this request: {err}") from None
         return [_answer_json(a, q.text, corpus) for a, q in zip(answers, queries)]
 
     def error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):

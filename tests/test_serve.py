@@ -83,6 +83,24 @@ def test_oversized_or_pathological_input_is_refused_with_the_reason(send, status
         "choices"][0]["message"]["content"] == "hamlet"  # and the next request is answered
 
 
+def test_concurrent_requests_share_batches_and_each_gets_its_own_answers():
+    from concurrent.futures import ThreadPoolExecutor
+
+    client = _client(window=0.1)
+    questions = [f"who wrote play{i}" for i in range(12)] + ["why " * 60]  # the last: too long for the model
+
+    def ask(question):  # every request calls its one question "q1"
+        return client.post("/v1/rag", json={"questions": [{"id": "q1", "question": question}]})
+
+    with ThreadPoolExecutor(len(questions)) as pool:
+        replies = list(pool.map(ask, questions))
+    assert [r.json()["answers"][0]["answer"] for r in replies[:-1]] == [f"play{i}" for i in range(12)]
+    assert all(r.json()["answers"][0]["id"] == "q1" for r in replies[:-1])
+    assert replies[-1].status_code == 400 and "cannot read this request" in replies[-1].json()["error"]["message"]
+    batcher = client.app.state.batcher
+    assert batcher.requests == 12 and batcher.batches < 12  # shared, and the bad request failed alone
+
+
 def test_with_an_api_key_only_requests_that_carry_it_are_answered():
     client = _client(api_key="s3cret")
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
