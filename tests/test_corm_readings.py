@@ -31,6 +31,8 @@ def test_table1_names_the_best_row_the_warm_starts_share_and_only_what_passes_bo
     assert "5 comparisons, Bonferroni level 0.01: the critic differs significantly from random order only." in text
     no_random = _tests().query("method != 'random'")
     assert "no difference is significant" in readings.table1(_table(), no_random)
+    tied = _table().replace({"biased accuracy": {59.5: 64.3}})  # the critic ties the relevance CE
+    assert "Highest biased accuracy: relevance CE and CoRM critic, tied (64.3%" in readings.table1(tied, _tests())
 
 
 def test_risk_coverage_says_whether_the_confidence_is_a_risk_signal():

@@ -21,7 +21,8 @@ def table1(table: pd.DataFrame, tests: pd.DataFrame) -> str:
     best = table.loc[table["biased accuracy"].idxmax()]
     critic = by_key.loc["corm"]
     level = LEVEL / max(len(tests), 1)
-    lines = [f"Highest biased accuracy: {best['method']} ({best['biased accuracy']:.1f}%, n = "
+    leaders = extreme_names(table.set_index("method")["biased accuracy"])  # every tie named
+    lines = [f"Highest biased accuracy: {leaders} ({best['biased accuracy']:.1f}%, n = "
              f"{int(best['n biased'])}); the CoRM critic {critic['biased accuracy']:.1f}% "
              f"(95% CI {critic['biased 95% CI']})."]
     if "dense" in by_vs.index:
