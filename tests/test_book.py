@@ -67,6 +67,9 @@ def _open(browser, site: str, page_path: str):
     page.on("requestfailed", lambda r: failed.append(f"failed {r.url}") if r.url.startswith(site) else None)
     # CDN scripts (MathJax) are refused on a closed network: wait for the document, then its images
     page.goto(site + page_path, wait_until="domcontentloaded")
+    # index.html forwards to README.html by a meta refresh: on a busy machine the document above can
+    # be the forwarding one, without the page's <main>, for a while
+    page.wait_for_selector("main", timeout=30_000)
     page.wait_for_function("Array.from(document.images).every(image => image.complete)", timeout=30_000)
     return page, failed
 
