@@ -7,7 +7,6 @@ each: on two cores, two single-threaded processes do about 1.2× the matrix work
 two threads, and each fills the other's single-threaded stretches (imports, tokenising, pip,
 kernel starts). A shared stage is built once whichever lane asks first (the stages' locks make
 concurrent builders wait), so the order below decides how often a lane waits instead of working."""
-import time
 from collections import defaultdict
 
 import pytest
@@ -65,7 +64,7 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_runtest_logreport(report):
     """Runs where the reports arrive — the one process, or xdist's controller — so the times add up
     over both lanes (lane-seconds, not wall time)."""
-    path = _file(report.nodeid).split("@")[0]
+    path = _file(report.nodeid)
     _SECONDS["unit tests" if path.startswith("tests/") else path] += report.duration
 
 
