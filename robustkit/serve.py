@@ -56,8 +56,8 @@ class Batcher:
     """Gathers the questions of concurrent requests into batches for one method: ``submit`` blocks
     until its own answers are back. The first waiting request waits ``window`` seconds for others
     to join; a batch holds at most ``MAX_BATCH`` questions (``share=False``: one request, as a
-    server that answers one request at a time). A batch the method
-    refuses (a prompt too long) is split until the bad request fails alone."""
+    server that answers one request at a time). A batch the method refuses (a prompt too long)
+    is split until the bad request fails alone."""
 
     def __init__(self, method, window: float = BATCH_WINDOW_S, *, share: bool = True):
         self.method, self.window, self.share = method, window, share
@@ -94,9 +94,11 @@ class Batcher:
         an error never kills this thread."""
         try:
             # each request's ids are its own: tagged, so that two requests' "q1" stay apart
-            queries = [Query(f"{n}\0{q.id}", q.question_id, q.text) for n, (qs, _) in enumerate(batch) for q in qs]
+            queries = [Query(f"{n}\0{q.id}", f"{n}\0{q.question_id}", q.text)
+                       for n, (qs, _) in enumerate(batch) for q in qs]
             answers = iter(self.method.answer(queries))
-            replies = [[replace(next(answers), query_id=q.id) for q in qs] for qs, _ in batch]
+            replies = [[replace(next(answers), query_id=q.id, question_id=q.question_id) for q in qs]
+                       for qs, _ in batch]
         except Exception as err:  # noqa: BLE001 — handed to the waiting request, which raises it
             if len(batch) > 1:
                 self._answer(batch[:len(batch) // 2])
