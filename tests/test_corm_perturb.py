@@ -84,7 +84,9 @@ def test_a_lone_year_or_count_gets_a_wrong_one_nearby():
     q = Question("y", "when did the berlin wall fall", ("1989",))
     plan = plan_attempts(q, "false_premise", "wrong_belief", typed_pool([q]), random.Random(0), 1, ["x"])[0]
     assert plan["wrong_entity"] in {"1949", "1964", "1977", "2001", "2014"}
-    with pytest.raises(ValueError, match="wrong answer y′ of its kind \\(person\\)"):
+    lone = plan_attempts(Q, "false_premise", "wrong_belief", typed_pool([Q, q]), random.Random(0), 1, ["x"])[0]
+    assert (lone["wrong_entity"], lone["same_kind"]) == ("1989", False)  # no other person: any answer, marked
+    with pytest.raises(ValueError, match="needs a wrong answer y′ from another question"):
         plan_attempts(Q, "false_premise", "wrong_belief", typed_pool([Q]), random.Random(0), 1, ["x"])
 
 

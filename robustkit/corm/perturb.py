@@ -197,8 +197,10 @@ def synthesize(questions: Sequence[Question], adversary, k: int, *, corpus: Sequ
         if record is None:
             plan = plans[i][-1]
             records[i] = _record(slots[i], plan, _template(slots[i][0], plan), "template", history[i])
-    print("adversary:", "; ".join(f"{kind} {n}/{total} written by the LLM"
-                                  for kind, (n, total) in llm_share(records).items()))
+    other_kind = sum(r["wrong_entity_same_kind"] is False for r in records)
+    print("adversary:", "; ".join(f"{kind} {n}/{total} written by the LLM" for kind, (n, total) in llm_share(records).items())
+          + (f"; {other_kind} false premise(s) took y′ of another answer kind (no other answer of theirs in the pool)"
+             if other_kind else ""))
     return records
 
 
@@ -233,11 +235,14 @@ def plan_attempts(question: Question, kind: str, sub: str, pool: dict, rng: rand
                   and not contains_answer(question.answer, [a])]
     if not candidates and answer_type in ("date", "number"):  # a year for a year, a count for a count
         candidates = _nearby_values(question, answer_type)
+    same_kind = bool(candidates)
+    if not candidates:  # no other answer of its kind (a small pool): any other answer, marked in the record
+        candidates = [a for answers in pool.values() for a in answers if not contains_answer(a, question.answers)]
     if not candidates and kind == FALSE_PREMISE:  # refused before any adversary call
-        raise ValueError(f"question {question.id!r}: a false-premise rewrite needs a wrong answer y′ of its kind "
-                         f"({answer_type}) from another question, and the pool ({sum(map(len, pool.values()))} "
-                         f"answers) holds none that differs from {question.answer!r}; perturb more questions "
-                         "that ask for the same kind of answer, or pass pool_questions")
+        raise ValueError(f"question {question.id!r}: a false-premise rewrite needs a wrong answer y′ from another "
+                         f"question, and the pool ({sum(map(len, pool.values()))} answers) holds none that differs "
+                         f"from {question.answer!r}; perturb at least two questions with different answers, or pass "
+                         "pool_questions")
     unrelated = [s for s in sentences if not set(content_tokens(s)) & set(content_tokens(question.text))
                  and not contains_answer(s, question.answers)]
     if kind == TOPICAL_DISTRACTION and not unrelated:
@@ -248,7 +253,7 @@ def plan_attempts(question: Question, kind: str, sub: str, pool: dict, rng: rand
     plans = []
     for attempt in range(retries):
         plan = {"type": kind, "subtemplate": sub, "wrong_entity": None, "demo": (attempt + rng.randrange(3)) % 3,
-                "distraction": None}
+                "distraction": None, "same_kind": same_kind}
         if kind == FALSE_PREMISE:
             plan["wrong_entity"] = rng.choice(candidates)
         elif kind == CONFIRMATION_BIAS:  # the template's false claim (an LLM rewrite writes its own)
@@ -349,5 +354,6 @@ def _record(slot, plan: dict, text: str, source: str, attempts: list[dict]) -> d
     wrong = plan["wrong_entity"] if kind == FALSE_PREMISE or source == "template" else None
     return {"question_id": question.id, "k": k, "type": kind, "subtemplate": sub,
             "original": question.text, "text": text, "wrong_entity": wrong,
+            "wrong_entity_same_kind": plan["same_kind"] if kind == FALSE_PREMISE else None,
             "premise": added if kind != TOPICAL_DISTRACTION else None,
             "source": source, "attempts": attempts}
