@@ -23,6 +23,7 @@ to write the added clause.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -243,8 +244,10 @@ def plan_attempts(question: Question, kind: str, sub: str, pool: dict, rng: rand
                          f"question, and the pool ({sum(map(len, pool.values()))} answers) holds none that differs "
                          f"from {question.answer!r}; perturb at least two questions with different answers, or pass "
                          "pool_questions")
-    unrelated = [s for s in sentences if not set(content_tokens(s)) & set(content_tokens(question.text))
-                 and not contains_answer(s, question.answers)]
+    unrelated = []
+    if kind == TOPICAL_DISTRACTION:  # every sentence is tokenised once per run (_words), not once per slot
+        asked = _words(question.text)
+        unrelated = [s for s in sentences if not _words(s) & asked and not contains_answer(s, question.answers)]
     if kind == TOPICAL_DISTRACTION and not unrelated:
         raise ValueError(f"question {question.id!r}: a topical distraction retells a sentence of the corpus "
                          f"that shares no content word with the question, and none of its {len(sentences)} "
@@ -327,6 +330,11 @@ def _assemble(question: Question, plan: dict, output: str) -> str:
 def _template(question: Question, plan: dict) -> str:
     return _TEMPLATES[plan["subtemplate"]].format(q=question.text.rstrip("?"), y=(plan["wrong_entity"] or "").lower(),
                                                   sentence=(plan["distraction"] or "").lower())
+
+
+@functools.lru_cache(maxsize=65_536)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(content_tokens(text))
 
 
 def _years_not(question: Question) -> list[int]:
