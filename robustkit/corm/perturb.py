@@ -23,7 +23,6 @@ to write the added clause.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import random
@@ -31,6 +30,7 @@ import re
 from collections import defaultdict
 from typing import Sequence
 
+from robustkit import memo
 from robustkit.data.answer_types import KIND_NOUNS, infer_answer_type
 from robustkit.data.check import content_tokens, hedge_words, rewrite_checks
 from robustkit.data.records import PERTURBATION_TYPES, Passage, Question, contains_answer
@@ -332,7 +332,7 @@ def _template(question: Question, plan: dict) -> str:
                                                   sentence=(plan["distraction"] or "").lower())
 
 
-@functools.lru_cache(maxsize=65_536)
+@memo.cached(65_536)
 def _words(text: str) -> frozenset[str]:
     return frozenset(content_tokens(text))
 
