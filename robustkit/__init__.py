@@ -11,11 +11,12 @@
 
 The core — config, models, device, weights, session, artifacts, data, retrieval, llm, reader,
 crossencoder, judges, nli, methods, baselines, adaptive, resources, metrics, truthfulqa, plots,
-memo (the owner of every in-process cache) — is shared; each method lives in its own folder
-(``corm/``, ``fva/``, ``counterrefine/``, ``alignrag/``), every folder the same shape, and imports
-only the core. On top: ``registry`` builds any method by one id, ``headtohead/`` composes them all
-(notebook 08), ``serve`` exposes a kit method as an OpenAI-compatible endpoint, ``audit`` measures
-any RAG system under biased questions, ``doctor`` and ``bench`` check and time every method.
+memo (the owner of every in-process cache), disk (what runs and the cache hold) — is shared;
+each method lives in its own folder (``corm/``, ``fva/``, ``counterrefine/``, ``alignrag/``),
+every folder the same shape, and imports only the core. On top: ``registry`` builds any method
+by one id, ``headtohead/`` composes them all (notebook 08), ``serve`` exposes a kit method as an
+OpenAI-compatible endpoint, ``audit`` measures any RAG system under biased questions, ``doctor``
+and ``bench`` check and time every method.
 ``llm_client`` runs a chat LM role on an OpenAI-compatible server. ``course`` checks a notebook's
 written-out core against the package (``same``) and an exercise's guess (``check``). Submodules
 load on first use, so ``import robustkit`` is cheap.
@@ -27,9 +28,9 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = ("adaptive", "alignrag", "artifacts", "audit", "baselines", "bench", "callcache",
-               "config", "corm", "counterrefine", "course", "crossencoder", "data", "device", "doctor", "fva",
-               "gap", "headtohead", "judges", "llm", "llm_client", "llm_replies", "locks", "loopback", "memo", "methods",
-               "metrics", "models", "nli", "paths", "plots", "qa_sets", "reader", "registry",
+               "config", "corm", "counterrefine", "course", "crossencoder", "data", "device", "disk", "doctor",
+               "fva", "gap", "headtohead", "judges", "llm", "llm_client", "llm_replies", "locks", "loopback", "memo",
+               "methods", "metrics", "models", "nli", "paths", "plots", "qa_sets", "reader", "registry",
                "resources", "retrieval", "run_times", "serve", "session", "timings",
                "truthfulqa", "weights", "widgets", "workload", "workload_measured",
                "workload_prompts")
@@ -42,14 +43,17 @@ _FROM_REGISTRY = ("build",)  # any method by its id
 def start(seed: int = 0, scale=None, *, models: dict | None = None, notebook: str | None = None):
     """First call of every notebook (``session.start``): the scale carrying ``seed`` and the user's
     ``models``, every model checked, seeds and plot style set, the device, dtype and this
-    notebook's expected time printed."""
-    from robustkit import device, session
+    notebook's expected time printed — and a warning where its runs or cache lack the disk space
+    a measured run of it needed (``disk.space_warning``)."""
+    from robustkit import device, disk, session
 
     chosen = session.start(seed, scale, models=models)
     if notebook:
         from robustkit.timings import expected_time
 
         print(f"  notebook {notebook}: {expected_time(notebook, chosen.name, device.gpu())}")
+        if warning := disk.space_warning(notebook, chosen):
+            print(warning)
     return chosen
 
 

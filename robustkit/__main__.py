@@ -1,4 +1,4 @@
-"""Command line: ``python -m robustkit {run,bench,gap,doctor,serve,audit}``."""
+"""Command line: ``python -m robustkit {run,bench,gap,doctor,serve,audit,disk,clean}``."""
 from __future__ import annotations
 
 import argparse
@@ -7,10 +7,11 @@ import sys
 
 from robustkit.config import SCALE_DATASETS, SCALES
 from robustkit.device import ModelDoesNotFit
+from robustkit.disk import FolderInUse
 from robustkit.models import OfflineModelError, ServerError
 
 # errors whose message already says what is wrong and where (a bug still shows its traceback)
-KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError, ModelDoesNotFit, ServerError)
+KIT_ERRORS = (ValueError, TypeError, FileNotFoundError, OfflineModelError, ModelDoesNotFit, ServerError, FolderInUse)
 
 METHODS = ("corm", "fva", "counterrefine", "alignrag", "headtohead")
 
@@ -76,6 +77,17 @@ def main(argv=None) -> int:
     audit.add_argument("--name", default="system", help="the system's name in the report and runs/")
     audit.add_argument("--out", help="the report's folder (default: figures/audit-<name>)")
     audit.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
+    disk = sub.add_parser("disk", help="what a scale's runs and the kit's cache hold on disk, folder by folder")
+    disk.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
+    disk.add_argument("--row", metavar="WHAT", help='print instead the line of figures/run_disk.csv that records '
+                      'what runs/<scale> and the cache hold now, after WHAT (e.g. "notebook 03")')
+    disk.add_argument("--measured-on", default="", help="--row: where and how it was measured (the machine, "
+                      "a cold run)")
+    clean = sub.add_parser("clean", help="remove a scale's runs, or one method's: lists what would go, and "
+                           "removes it only with --yes (what a notebook needs again, it builds again)")
+    clean.add_argument("--scale", choices=sorted(SCALES), help="default: $ROBUSTKIT_SCALE, else tiny")
+    clean.add_argument("--method", help="only this folder of runs/<scale>/ (e.g. alignrag, corm)")
+    clean.add_argument("--yes", action="store_true", help="remove it (without: only list it)")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -136,7 +148,41 @@ def _dispatch(args) -> int:
         from robustkit.doctor import main as doctor
 
         return 1 if doctor(args.scale, args.only, args.dataset) else 0
+    elif args.command == "disk":
+        _disk(args.scale, args.row, args.measured_on)
+    elif args.command == "clean":
+        _clean(args.scale, args.method, args.yes)
     return 0
+
+
+def _disk(scale, row: str | None, measured_on: str) -> None:
+    from robustkit import disk
+
+    if row:
+        print(disk.measured_row(row, scale, measured_on))
+        return
+    table = disk.usage(scale)
+    print(_sized(table).to_string(index=False) if len(table) else "nothing in runs/ or the cache yet")
+    for part in ("runs", "cache"):
+        rows = table[table["part"] == part]
+        print(f"{part}: {rows['bytes'].sum() / disk.GB:.2f} GB in {rows['files'].sum()} files")
+
+
+def _clean(scale, method: str | None, yes: bool) -> None:
+    from robustkit import disk
+
+    table = disk.clean(scale, method, remove=yes)
+    if not len(table):
+        print("nothing to remove")
+        return
+    print(_sized(table).to_string(index=False))
+    total = f"{table['bytes'].sum() / disk.GB:.2f} GB in {table['files'].sum()} files"
+    print(f"removed {total}" if yes else f"would remove {total}; nothing removed (add --yes to remove it)")
+
+
+def _sized(table):
+    """A size table as a reader reads it: megabytes, not bytes."""
+    return table.assign(MB=(table["bytes"] / 1e6).round(1)).drop(columns="bytes")
 
 
 def _method_ids() -> list[str]:

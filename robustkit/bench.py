@@ -306,11 +306,13 @@ def bench_fva(n_queries: int = 8) -> dict[str, float]:
     return out
 
 
-def bench_serve_load(n_requests: int = 32) -> dict[str, float]:
+def bench_serve_load(n_requests: int = 16, repeats: int = 2) -> dict[str, float]:
     """`serve` under load: requests/s and p50/p95 latency of dense RAG (tiny) over HTTP on loopback
     at 1, 4 and 16 concurrent chat requests, answered one request per method call (the server
-    before batching) and with concurrent requests batched (``serve.BATCH_WINDOW_S``). The same
-    questions in every cell and no call cache: every answer is computed."""
+    before batching) and with concurrent requests batched (``serve.BATCH_WINDOW_S``). Both servers
+    run side by side and take turns, ``repeats`` times per concurrency, so that a drift in the
+    machine's load falls on both alike; requests/s is the median turn's, latencies pool the turns.
+    The same questions in every turn and no call cache: every answer is computed."""
     import statistics
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -325,7 +327,7 @@ def bench_serve_load(n_requests: int = 32) -> dict[str, float]:
     method = registry.build("dense", "tiny")
     method.generator = method.generator.with_cache(False)
     questions = [q.text for q in mini_questions()[:n_requests]]
-    out: dict[str, float] = {}
+    servers = {}
     for label, share in (("one at a time", False), ("batched", True)):
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(app_for(method, resources.corpus_for("tiny"), share=share),
@@ -334,27 +336,37 @@ def bench_serve_load(n_requests: int = 32) -> dict[str, float]:
         thread.start()
         while not server.started:
             time.sleep(0.05)
+        servers[label] = (server, thread, port)
 
-        def ask(question: str) -> float:
-            start = time.perf_counter()
-            httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=600,
-                       json={"model": method.name, "messages": [{"role": "user", "content": question}]}
-                       ).raise_for_status()
-            return time.perf_counter() - start
+    def ask(port: int, question: str) -> float:
+        start = time.perf_counter()
+        httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=600,
+                   json={"model": method.name, "messages": [{"role": "user", "content": question}]}
+                   ).raise_for_status()
+        return time.perf_counter() - start
 
-        ask(questions[0])  # warm-up: first kernels, allocator
-        for concurrency in (1, 4, 16):
-            start = time.perf_counter()
-            with ThreadPoolExecutor(concurrency) as pool:
-                latencies = sorted(pool.map(ask, questions))
-            out[f"{label}, {concurrency} concurrent: requests/s"] = len(questions) / (time.perf_counter() - start)
-            out[f"{label}, {concurrency} concurrent: p50 s"] = statistics.median(latencies)
-            out[f"{label}, {concurrency} concurrent: p95 s"] = latencies[round(0.95 * (len(latencies) - 1))]
-        server.should_exit = True
-        thread.join()
+    for _, _, port in servers.values():
+        ask(port, questions[0])  # warm-up: first kernels, allocator
+    out: dict[str, float] = {}
     for concurrency in (1, 4, 16):
+        rates: dict[str, list[float]] = {label: [] for label in servers}
+        latencies: dict[str, list[float]] = {label: [] for label in servers}
+        for _ in range(repeats):
+            for label, (_, _, port) in servers.items():
+                start = time.perf_counter()
+                with ThreadPoolExecutor(concurrency) as pool:
+                    latencies[label] += pool.map(lambda q, port=port: ask(port, q), questions)
+                rates[label].append(len(questions) / (time.perf_counter() - start))
+        for label in servers:
+            ordered = sorted(latencies[label])
+            out[f"{label}, {concurrency} concurrent: requests/s"] = statistics.median(rates[label])
+            out[f"{label}, {concurrency} concurrent: p50 s"] = statistics.median(ordered)
+            out[f"{label}, {concurrency} concurrent: p95 s"] = ordered[round(0.95 * (len(ordered) - 1))]
         out[f"batched / one at a time, {concurrency} concurrent"] = (
             out[f"batched, {concurrency} concurrent: requests/s"] / out[f"one at a time, {concurrency} concurrent: requests/s"])
+    for server, thread, _ in servers.values():
+        server.should_exit = True
+        thread.join()
     return out
 
 
@@ -376,7 +388,7 @@ def main() -> None:
                  ("risk-aware RAG (Algorithm 1)", bench_corm),
                  ("CounterRefine vs Baseline-RAG (8 two-hop questions)", bench_counterrefine),
                  ("FVA-RAG vs its baselines (8 misconception questions, cache B)", bench_fva),
-                 ("serve under load: dense RAG over HTTP, one request per call vs batched (32 requests)",
+                 ("serve under load: dense RAG over HTTP, one request per call vs batched (16 requests, 2 turns each)",
                   bench_serve_load)]
     for title, fn in sections:
         print(f"\n[{title}]")

@@ -345,8 +345,8 @@ def check_alignrag(scale: Scale) -> Outcome:
     domain = eval_sets(cfg)["in-domain"]
     generator = resources.generator_for(scale)
     calls = _Calls(generator)
-    # trained (training corpus, LoRA SFT with TRL, merged) before the refiner is built: its critic
-    # is kept per process, which would skip training on a second doctor run in one notebook
+    # trained (training corpus, LoRA SFT with TRL, its adapter saved) before the refiner is built: its
+    # critic is kept per process, which would skip training on a second doctor run in one notebook
     path = train.train_critic(cfg, "cft")
     calls.add(train.critic_generator(cfg, "cft"))
     losses = [row["loss"] for row in json.loads((path / "losses.json").read_text())]

@@ -80,3 +80,26 @@ def _holder(fd: int, path: Path) -> str:
         except (ValueError, KeyError, TypeError):
             time.sleep(0.02)
     return f"another process holds {path}"
+
+
+def holders(folder: str | Path) -> list[str]:
+    """Who holds a lock under ``folder`` now (each holder as its record names it): the processes
+    building an artifact there. Each lock is only tried, never waited for, and released at once."""
+    if fcntl is None:
+        if not UNLOCKED:
+            print("[robustkit] this platform has no fcntl: whether another process is building under "
+                  f"{folder} cannot be told here; make sure none is")
+        UNLOCKED.append(f"checking {folder} for builders")
+        return []
+    found = []
+    for path in sorted(Path(folder).rglob(".*.lock")):
+        fd = os.open(path, os.O_RDWR)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError:
+                found.append(_holder(fd, path))
+        finally:
+            os.close(fd)
+    return found

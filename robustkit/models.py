@@ -56,6 +56,7 @@ class ModelSpec:
     path: str
     source: str  # "hub", "hub-cache", "folder" or "package:<name>"
     gguf_file: str | None = None
+    adapter: str | None = None  # a LoRA adapter's folder (peft's files), applied on ``path``'s weights when loaded
 
 
 # role -> scale -> hub id. The shipped packages stand in for the first two scales. Roles missing at

@@ -34,14 +34,16 @@ from robustkit.models import ModelSpec, auto_config, parameter_count
 
 def load_causal_lm(spec: ModelSpec, dtype: str, device: str = "cpu", reason: str = "", *,
                    shared: bool = True):
-    """A causal LM for inference, loaded once per (weights, dtype, device) in this process — every
-    generator naming the same model shares it (``shared=False``: a private copy, e.g. to time the
-    load itself). A GGUF file is converted once to a cached copy."""
+    """A causal LM for inference, loaded once per (weights, adapter, dtype, device) in this process —
+    every generator naming the same model shares it (``shared=False``: a private copy, e.g. to time
+    the load itself). A GGUF file is converted once to a cached copy. A spec with a LoRA ``adapter``
+    gets its own copy of the base weights with the adapter merged in (``merge_adapter``), so the
+    base model other generators share is never changed."""
     import torch
     from transformers import AutoModelForCausalLM
 
     weights = weights_dir(spec, dtype)
-    key = (weights, dtype, device)
+    key = (weights, spec.adapter, dtype, device)
     if shared and key in _LOADED:
         if device.startswith("cuda"):
             GPU_MEMORY.touch(spec.name)
@@ -52,13 +54,29 @@ def load_causal_lm(spec: ModelSpec, dtype: str, device: str = "cpu", reason: str
         GPU_MEMORY.admit(spec.name, nbytes, evict=lambda: _LOADED.pop(key, None))
     if shared:
         print(f"[robustkit] loading {spec.name} in {dtype} on {device}" + (f" ({reason})" if reason else ""))
-    model = AutoModelForCausalLM.from_pretrained(weights, dtype=getattr(torch, dtype)).to(device).eval()
+    model = AutoModelForCausalLM.from_pretrained(weights, dtype=getattr(torch, dtype))
+    if spec.adapter:
+        model = merge_adapter(model, spec.adapter)
+    model = model.to(device).eval()
     if shared:
         _LOADED[key] = model
     return model
 
 
-_LOADED: dict[tuple[str, str, str], object] = memo.holding(f"{__name__}._LOADED", {})  # the models this process holds
+def merge_adapter(model, adapter: str):
+    """``model`` with the peft LoRA adapter saved in ``adapter`` merged into its weights
+    (W + (α/r)·B·A, once): a plain transformers model again, which the kit's prefix sharing and
+    decoding treat as any other, and which generates at the base model's cost — an unmerged
+    adapter adds two small matrix products to every adapted layer at every step. At tiny (LoRA on
+    6 of SmolLM2's 30 layers) the two decode alike (8 critiques of 40 tokens: 12.3 against 12.4
+    CPU seconds, one thread), and merging costs under a second, once per critic and process."""
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, adapter).merge_and_unload()
+
+
+# the models this process holds, by (weights, adapter, dtype, device)
+_LOADED: dict[tuple[str, str | None, str, str], object] = memo.holding(f"{__name__}._LOADED", {})
 DTYPE_FALLBACKS: list[str] = []  # models that overflowed in fp16 and run in fp32 instead
 PROBE_PROMPTS = ("Passage: The Eiffel Tower was completed in 1889 for the World's Fair in Paris.\n"
                  "Question: When was the Eiffel Tower completed?",
@@ -99,7 +117,7 @@ def finite_in_fp16(spec: ModelSpec, device: str) -> bool:
     with torch.inference_mode():
         finite = bool(torch.isfinite(model(**batch).logits).all())
     if not finite:
-        _LOADED.pop((weights_dir(spec, "float16"), "float16", device), None)
+        _LOADED.pop((weights_dir(spec, "float16"), spec.adapter, "float16", device), None)
         GPU_MEMORY.forget(spec.name)
     return finite
 

@@ -1,7 +1,8 @@
 """AlignRAG: knobs checked before any work, the CDA loop's calls and trajectory, the closed-book
-baseline, guards before training, a real (tiny) LoRA fit and what it changes, and the pipeline's
-grouping of datasets by retriever."""
+baseline, guards before training, a real (tiny) LoRA fit saved as its adapter and critiquing as the
+merged model did, and the pipeline's grouping of datasets by retriever."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -105,27 +106,73 @@ def test_an_empty_training_set_is_refused(mini):
         train._synthesise(settings("tiny"), empty, None)
 
 
-def test_a_tiny_lora_fit_trains_only_the_top_layers(generator, mini, tmp_path):
-    import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModelForCausalLM
-
+@pytest.fixture(scope="module")
+def tiny_critic(generator, mini, tmp_path_factory):
+    """A real LoRA fit of SmolLM2 (one step, LoRA on the top layer only), saved as every critic is:
+    (the adapter's folder, the fit's statistics, the base weights' folder)."""
     corpus, _ = mini
     doc = corpus.passages[0]
     rows = [{"question": f"what is {doc.title}", "doc_ids": [doc.id], "weak_reasoning": "It is unknown.",
              "weak_answer": "unknown", "ccs_critique": f"{CRITIQUE_HEAD} The answer is wrong. The better rationale "
              f"should be: Document [1] says it is {doc.title}.", "self_critique": "x"}] * 2
-    cfg = settings("tiny", epochs=1, batch_size=2, lora_layers=1, max_length=160)
+    # a large step, so that the adapter changes what the critic writes, not only its logits
+    cfg = settings("tiny", epochs=1, batch_size=2, lora_layers=1, max_length=160, learning_rate=0.05)
     weights = train.weights_dir(generator.spec, generator.dtype)
-    out = tmp_path / "critic"
-    stats = train._fit(cfg, "sft", "ccs_critique", rows, weights, out, tmp_path / "scratch")
+    folder = tmp_path_factory.mktemp("critic")
+    stats = train._fit(cfg, "sft", "ccs_critique", rows, weights, folder / "critic", folder / "scratch")
+    return folder / "critic", stats, weights
+
+
+def test_a_critic_on_disk_is_its_lora_adapter_on_the_top_layers(tiny_critic, generator):
+    from safetensors.torch import load_file
+
+    out, stats, weights = tiny_critic
     assert stats["steps"] == 1 and json.loads((out / "losses.json").read_text())[0]["loss"] > 0
-    base = AutoModelForCausalLM.from_pretrained(weights, dtype=torch.float32).state_dict()
-    merged = load_file(out / "model.safetensors")
-    top, bottom = "model.layers.29.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.weight"
-    assert not torch.equal(merged[top], base[top])  # the adapter was trained and merged in
-    assert torch.equal(merged[bottom], base[bottom])  # layers outside lora_layers are untouched
-    assert not any("lora" in k for k in merged)  # a plain model: no adapter weights left
+    assert sorted(p.name for p in out.iterdir()) == ["adapter_config.json", "adapter_model.safetensors", "losses.json"]
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == generator.model_id  # a model id, not this machine's path
+    adapter = load_file(out / "adapter_model.safetensors")
+    assert adapter and all(".layers.29." in k and "lora_" in k for k in adapter)  # the top layer's LoRA only
+    assert any(v.abs().max() > 0 for k, v in adapter.items() if "lora_B" in k)  # B starts at 0: it trained
+    full = sum(p.stat().st_size for p in Path(weights).glob("*.safetensors"))
+    assert (out / "adapter_model.safetensors").stat().st_size < full / 100
+
+
+def test_the_adapter_on_the_base_critiques_as_the_merged_copy_did(tiny_critic, generator, mini, tmp_path):
+    """Loaded on the shared base, the adapter writes the critique that the merged full copy (how
+    critics were stored before) writes, token for token; its logits are peft's unmerged adapter's,
+    not the base model's; and the generator's own copy of the base weights is left as it was."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from robustkit.alignrag.critique import Rationale
+    from robustkit.llm import Generator
+    from robustkit.models import ModelSpec
+
+    out, _, weights = tiny_critic
+    corpus, _ = mini
+    before = {k: v.clone() for k, v in generator.model.state_dict().items() if ".layers.29." in k}
+    critic = train.adapter_critic(out, "test/alignrag-critic-adapter", "tiny").with_cache(False)
+    base = AutoModelForCausalLM.from_pretrained(weights, dtype=torch.float32)
+    PeftModel.from_pretrained(base, out).merge_and_unload().save_pretrained(tmp_path / "merged")
+    generator.tokenizer.save_pretrained(tmp_path / "merged")
+    as_before = Generator("critic", "tiny", cache=False,
+                          spec=ModelSpec("critic", "test/alignrag-critic-merged", str(tmp_path / "merged"), "folder"))
+    messages = [method.critic_prompt(f"what is {d.title}", [d], Rationale("It is unknown.", "unknown"), 20)
+                for d in corpus.passages[:3]]
+    critiques = method.critique(critic, messages, tokens=16)
+    assert critiques == method.critique(as_before, messages, tokens=16)
+    assert critiques != method.critique(generator.with_cache(False), messages, tokens=16)
+
+    batch = critic.tokenizer([critic.render(m) for m in messages], return_tensors="pt", padding=True,
+                             add_special_tokens=False)
+    unmerged = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(weights, dtype=torch.float32), out)
+    with torch.inference_mode():
+        logits = critic.model(**batch).logits
+        assert torch.allclose(logits, unmerged(**batch).logits, atol=1e-4)
+        assert (logits - generator.model(**batch).logits).abs().max() > 1e-3  # the adapter moved them
+    assert all(torch.equal(generator.model.state_dict()[k], v) for k, v in before.items())
 
 
 def test_lora_targets_name_the_top_layers(generator):

@@ -43,6 +43,8 @@ def test_wheel_holds_every_subpackage_and_the_teaching_set(wheel):
             assert archive.read(f"robustkit/_data/mini/{name}") == (ROOT / "data" / "mini" / name).read_bytes()
         # the measured wall times rk.start prints, as the results page records them
         assert archive.read("robustkit/_data/run_times.csv") == (ROOT / "figures" / "run_times.csv").read_bytes()
+        # the measured disk use rk.start checks free space against
+        assert archive.read("robustkit/_data/run_disk.csv") == (ROOT / "figures" / "run_disk.csv").read_bytes()
     assert not any(n.startswith(("tests/", "notebooks/", "figures/", "data/")) for n in names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "robustkit = robustkit.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

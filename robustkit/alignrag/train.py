@@ -3,12 +3,16 @@ and its two recipes — critique fine-tuning (CFT: LoRA SFT with TRL's ``SFTTrai
 critique preference optimisation (CPO: TRL's ``DPOTrainer``) — plus the "without CCS" ablation.
 
     examples = training_corpus(cfg)              # one row per in-domain training question
-    critic = critic_generator(cfg, "cft")        # trained (or reused), merged, ready to generate
+    critic = critic_generator(cfg, "cft")        # trained (or reused), ready to generate
 
 Every critic starts from the same base model (the generator's weights) with the same LoRA shape,
-training questions, epochs, batch size and learning rate. The trained adapter is merged into the
-base weights and saved under ``runs/<scale>/alignrag/critic-<variant>/``; its checksum is part of
-the critic's model id, so a retrained critic never reuses another's cached critiques.
+training questions, epochs, batch size and learning rate. Only what training made is kept: the
+LoRA adapter as peft saves it (``adapter_model.safetensors``, ``adapter_config.json``) and the loss
+curve, under ``runs/<scale>/alignrag/critic-<variant>/`` — about 4 MB at tiny, where a merged copy
+of SmolLM2 took 538 MB and one of a colab or paper model takes gigabytes. The critic merges it into
+its own copy of the base weights when it first generates (``weights.merge_adapter``). The adapter
+folder's checksum is part of the critic's model id, so a retrained critic never reuses another's
+cached critiques.
 """
 from __future__ import annotations
 
@@ -129,17 +133,24 @@ def critic_generator(cfg: AlignRAGConfig | None, variant: str) -> Generator:
 
 @memo.cached(16, per_runs_folder=True)
 def _critic_generator(cfg: AlignRAGConfig, variant: str) -> Generator:
-    # once per process: checking a reused critic hashes its ~0.5 GB of merged weights, and the run
-    # log, every dataset's refiners and the notebook all ask for the same critics
+    # once per process: the run log, every dataset's refiners and the notebook all ask for the same
+    # critics, and each holds its own merged copy of the base weights once loaded
     path = train_critic(cfg, variant)
     digest = read_manifest(path)["sha256"][:12]
-    spec = ModelSpec(role="critic", name=f"robustkit/alignrag-critic-{_slug(variant)}-{digest}", path=str(path),
-                     source="trained")
-    return Generator("critic", cfg.scale, spec=spec)
+    return adapter_critic(path, f"robustkit/alignrag-critic-{_slug(variant)}-{digest}", cfg.scale)
+
+
+def adapter_critic(adapter: Path, name: str, scale) -> Generator:
+    """A critic LM: the scale's generator weights with the LoRA adapter saved in ``adapter`` merged in
+    when it first generates; ``name`` is its model id, which keys its cached calls."""
+    base = resources.generator_for(scale)
+    spec = ModelSpec(role="critic", name=name, path=weights_dir(base.spec, base.dtype), source="trained",
+                     adapter=str(adapter))
+    return Generator("critic", scale, spec=spec)
 
 
 def train_critic(cfg: AlignRAGConfig, variant: str) -> Path:
-    """The merged critic of ``variant`` (staged folder: weights, tokenizer, ``losses.json``)."""
+    """The critic of ``variant``: a staged folder of its LoRA adapter (peft's files) and ``losses.json``."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown critic variant {variant!r}; expected one of {list(VARIANTS)}")
     examples = training_corpus(cfg)
@@ -147,8 +158,10 @@ def train_critic(cfg: AlignRAGConfig, variant: str) -> Path:
     for row in examples:  # a malformed target stops here, before any training
         check_target(row[target])
     base = resources.generator_for(cfg.scale)
+    # "saved": a critic staged before adapters were kept is a merged full copy of the base model,
+    # which this key makes stale (rebuilt, or under load-only refused as NotStaged), never misread
     inputs = {"variant": variant, "recipe": recipe, "examples": read_manifest(run_dir(cfg) / "training.jsonl")["sha256"],
-              "base": base.model_id, "seed": cfg.scale.seed,
+              "base": base.model_id, "seed": cfg.scale.seed, "saved": "peft LoRA adapter",
               **{k: getattr(cfg, k) for k in ("lora_r", "lora_alpha", "lora_layers", "learning_rate", "epochs", "batch_size",
                                               "dpo_beta", "max_length", "max_words")}}
 
@@ -211,10 +224,8 @@ def _fit(cfg: AlignRAGConfig, recipe: str, target: str, examples: list[dict], we
         if not show_progress():  # without bars the Trainer prints every log line instead
             trainer.remove_callback(PrinterCallback)
         result = trainer.train()
-    merged = trainer.model.merge_and_unload()
     out.mkdir(parents=True)
-    merged.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    _save_adapter(trainer.model, out, resources.generator_for(cfg.scale).model_id)
     losses = [{"step": h["step"], "loss": h["loss"]} for h in trainer.state.log_history if "loss" in h]
     (out / "losses.json").write_text(json.dumps(losses))
     return {"examples": len(examples), "steps": trainer.state.global_step,
@@ -247,6 +258,16 @@ def _trainer(recipe: str, model, tokenizer, data, lora, common: dict, beta: floa
     # computed once, not again every epoch
     return DPOTrainer(model=model, args=DPOConfig(**common, beta=beta, precompute_ref_log_probs=True),
                       train_dataset=data, processing_class=tokenizer, peft_config=lora)
+
+
+def _save_adapter(model, out: Path, base_id: str) -> None:
+    """The trained adapter alone, as peft saves it. Its config names the base by model id rather
+    than by this machine's path to the weights, and peft's model card (a template naming that path)
+    is not kept: the folder's checksum is the critic's identity, the same on every machine. LoRA
+    trains no embedding, so none is saved (and peft does not look the base up on the hub to check)."""
+    model.peft_config["default"].base_model_name_or_path = base_id
+    model.save_pretrained(out, save_embedding_layers=False)
+    (out / "README.md").unlink(missing_ok=True)
 
 
 def _reply(text: str) -> list[dict]:
