@@ -30,7 +30,7 @@ import pandas as pd
 
 from robustkit import memo
 from robustkit.config import get_scale
-from robustkit.locks import holders
+from robustkit.locks import holders, is_lock_file
 from robustkit.paths import CHECKOUT, PACKAGE_DIR, cache_dir, runs_root
 
 GB = 1e9
@@ -53,7 +53,7 @@ def tree_size(path: Path) -> tuple[int, int]:
     """(bytes, files) of a file, or of every file under a folder but the lock files (links not followed)."""
     if path.is_file():
         return path.stat().st_size, 1
-    sizes = [p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink() and not _is_lock(p)]
+    sizes = [p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink() and not is_lock_file(p)]
     return sum(sizes), len(sizes)
 
 
@@ -64,7 +64,7 @@ def usage(scale=None) -> pd.DataFrame:
     runs = runs_root() / get_scale(scale).name
     rows = []
     for part, folder, holds in (("runs", runs, {}), ("cache", cache_dir(), CACHE_ENTRIES)):
-        entries = sorted(p for p in folder.iterdir() if not _is_lock(p)) if folder.is_dir() else []
+        entries = sorted(p for p in folder.iterdir() if not is_lock_file(p)) if folder.is_dir() else []
         sized = [(entry, *tree_size(entry)) for entry in entries]
         rows += [{"part": part, "where": str(entry), "holds": holds.get(entry.name, ""), "bytes": size, "files": files}
                  for entry, size, files in sorted(sized, key=lambda row: -row[1])]
@@ -131,7 +131,7 @@ def clean(scale=None, method: str | None = None, *, remove: bool = False) -> pd.
     if method is not None and not target.is_dir():
         present = sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
         raise ValueError(f"no folder {target}: the methods with runs at {runs.name} are {present or 'none'}")
-    entries = sorted(p for p in target.iterdir() if not _is_lock(p)) if target.is_dir() else []
+    entries = sorted(p for p in target.iterdir() if not is_lock_file(p)) if target.is_dir() else []
     table = pd.DataFrame([{"where": str(p), **dict(zip(("bytes", "files"), tree_size(p)))} for p in entries],
                          columns=["where", "bytes", "files"])
     if remove and entries:
@@ -147,12 +147,8 @@ def _remove_keeping_locks(folder: Path) -> None:
         if path.is_dir() and not path.is_symlink():
             if not any(path.iterdir()):
                 path.rmdir()
-        elif not _is_lock(path):
+        elif not is_lock_file(path):
             path.unlink()
-
-
-def _is_lock(path: Path) -> bool:
-    return path.name.startswith(".") and path.name.endswith(".lock") and path.is_file()
 
 
 def _existing(path: Path) -> Path:

@@ -37,6 +37,16 @@ except ImportError:  # not POSIX
 UNLOCKED: list[str] = []  # what ran without a lock on this platform, in this process
 
 
+def lock_path(target: str | Path) -> Path:
+    """The lock file of ``target``: ``.<name>.lock`` beside it."""
+    return Path(target).with_name(f".{Path(target).name}.lock")
+
+
+def is_lock_file(path: Path) -> bool:
+    """Whether ``path`` is a lock file (``lock_path``'s naming): one to keep, never to delete."""
+    return path.name.startswith(".") and path.name.endswith(".lock") and path.is_file()
+
+
 @contextmanager
 def exclusive(target: str | Path, what: str) -> Iterator[None]:
     """Hold the exclusive lock for ``target`` for the block, waiting (with one printed line
@@ -48,7 +58,7 @@ def exclusive(target: str | Path, what: str) -> Iterator[None]:
         UNLOCKED.append(what)
         yield
         return
-    path = Path(target).with_name(f".{Path(target).name}.lock")
+    path = lock_path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
@@ -92,7 +102,7 @@ def holders(folder: str | Path) -> list[str]:
         UNLOCKED.append(f"checking {folder} for builders")
         return []
     found = []
-    for path in sorted(Path(folder).rglob(".*.lock")):
+    for path in sorted(p for p in Path(folder).rglob(".*.lock") if is_lock_file(p)):
         fd = os.open(path, os.O_RDWR)
         try:
             try:
