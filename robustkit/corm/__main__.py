@@ -1,5 +1,6 @@
 """``python -m robustkit.corm {train,bench}``: train a critic from exported groups, or time the
-training loop (also under ``accelerate launch``; needs only torch, transformers, accelerate)."""
+training loop (also on several processes under ``torchrun`` or ``accelerate launch``, where
+``--batch-groups`` is each process's; needs only torch, transformers, accelerate)."""
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ def _main(argv) -> None:
     tr.add_argument("--tau", type=float, default=1.0)
     tr.add_argument("--epochs", type=int, default=3)
     tr.add_argument("--lr", type=float, default=5e-5)
-    tr.add_argument("--batch-groups", type=int, default=32)
+    tr.add_argument("--batch-groups", type=int, default=32, help="groups a step, on each process")
     tr.add_argument("--grad-accum", type=int, default=1)
     tr.add_argument("--max-length", type=int, default=256)
     tr.add_argument("--seed", type=int, default=0)
@@ -69,6 +70,9 @@ def _main(argv) -> None:
             raise ValueError(f"{path}: {err}") from None
     if val is None:
         groups, val = split_groups(groups, seed=args.seed)
+    from accelerate import PartialState
+
+    from robustkit.crossencoder.processes import trained_on
     from robustkit.crossencoder.train import pass_budget, train  # torch, once the groups are known good
 
     start = time.perf_counter()
@@ -76,10 +80,13 @@ def _main(argv) -> None:
                     epochs=args.epochs, lr=args.lr, batch_groups=args.batch_groups,
                     grad_accum=args.grad_accum, max_length=args.max_length, seed=args.seed,
                     max_pairs=pass_budget(args.init, args.max_length)[0])
-    last = [h for h in history if h["split"] == "val"][-1]
-    atomic_write_text(Path(args.out) / "summary.json", json.dumps(
-        {"seconds": time.perf_counter() - start, **last}, indent=2))
-    print(json.dumps(last))
+    processes = PartialState()  # the one training set up
+    if processes.is_main_process:
+        last = [h for h in history if h["split"] == "val"][-1]
+        atomic_write_text(Path(args.out) / "summary.json", json.dumps(
+            {"seconds": time.perf_counter() - start, **last,
+             **trained_on(processes, args.batch_groups, args.grad_accum)}, indent=2))
+        print(json.dumps(last))
 
 
 def _read_groups(path: str) -> list[dict]:

@@ -2,12 +2,13 @@
 the relevance model: ``crossencoder.train``) and the NLI classifier (``nli.train``).
 
 ``fit`` runs the epochs under Accelerate — one code path for a CPU, a GPU in mixed precision and
-several GPUs (``accelerate launch``) — and owns what every training run needs the same way: each
-step backpropagates through Accelerate, then the optimizer and scheduler step; a loss that stays
-non-finite stops with the fix; a GPU out-of-memory error names the model and the knob; a
-progress bar per epoch and a time estimate after three steps; a checkpoint after every epoch
-but the last (written to scratch, renamed into place once whole, checked before it is loaded)
-that a rerun resumes from, random streams included, to the weights of an uninterrupted run.
+several processes (``torchrun`` or ``accelerate launch``: ``crossencoder.processes``) — and owns
+what every training run needs the same way: each step backpropagates through Accelerate, then the
+optimizer and scheduler step; a loss that stays non-finite stops with the fix; a GPU
+out-of-memory error names the model and the knob; a progress bar per epoch and a time estimate
+after three steps; a checkpoint after every epoch but the last (written to scratch, renamed into
+place once whole, checked before it is loaded) that a rerun on as many processes resumes from,
+random streams included, to the weights of an uninterrupted run.
 What differs between models — their batches, their loss, a held-out evaluation per epoch — the
 caller passes in.
 
@@ -30,19 +31,32 @@ from typing import Callable, Iterable, Sized
 import torch
 from tqdm.auto import tqdm
 
-from robustkit.artifacts import JsonlLog
+from robustkit.artifacts import JsonlLog, read_json, write_json
 from robustkit.config import announce_long_work, show_progress
+from robustkit.crossencoder.processes import LAUNCH, check_launch, launched_processes
 from robustkit.device import mixed_precision, pick_device
 
 
-def accelerator_for(grad_accum: int = 1):
+def accelerator_for(grad_accum: int = 1, *, unused_parameters: bool = False):
     """The Accelerator every kit training run uses: the device's mixed precision (bf16 autocast,
     fp16 with a gradient scaler on a T4, none on a CPU). Created before the model, as ``fit``
-    expects; glibc is told to keep freed training buffers (``keep_freed_memory``)."""
+    expects; glibc is told to keep freed training buffers (``keep_freed_memory``).
+
+    Several processes launched on a machine without a GPU train on the CPU over gloo: Accelerate
+    sets that up only when told ``cpu``, and would otherwise leave each process training alone. A
+    launch that starts fewer processes than it says is refused (``processes.check_launch``).
+    ``unused_parameters``: the model has parameters its loss never reaches (the cross-encoder's
+    encoder pooler), whose gradients DDP must not wait for."""
     from accelerate import Accelerator
+    from accelerate.utils import DistributedDataParallelKwargs
 
     keep_freed_memory()
-    return Accelerator(mixed_precision=mixed_precision(pick_device()), gradient_accumulation_steps=grad_accum)
+    device = pick_device()
+    accelerator = Accelerator(mixed_precision=mixed_precision(device), gradient_accumulation_steps=grad_accum,
+                              cpu=device == "cpu" and launched_processes() > 1,
+                              kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=unused_parameters)])
+    check_launch(accelerator)
+    return accelerator
 
 
 def fit(accelerator, model, optimizer, scheduler, *, epochs: int, out_dir: str | Path,
@@ -54,17 +68,22 @@ def fit(accelerator, model, optimizer, scheduler, *, epochs: int, out_dir: str |
     Args:
         accelerator: from ``accelerator_for``; ``fit`` prepares the model, optimizer and scheduler.
         batches: ``batches(epoch)``, that epoch's batches in order (a list, or a DataLoader that
-            ``accelerator.prepare`` has seen), each a dict of tensors on the accelerator's device.
-        step: ``step(model, batch, backward)`` computes a batch's loss, backpropagates it with
-            ``backward`` (Accelerate's) and returns it.
+            Accelerate has prepared), each a dict of tensors on the accelerator's device; on
+            several processes, this process's.
+        step: ``step(model, batch, backward)`` computes this process's share of the step's loss
+            (on several processes, each its own batch: the shares add up to the step's loss),
+            backpropagates it with ``backward`` and returns it. ``backward`` is Accelerate's, times
+            the number of processes: DDP averages the processes' gradients, and the step's
+            gradient is their sum.
         what: the model, for messages ("training <what>").
         after_epoch: ``after_epoch(model, epoch)``, held-out metrics logged as that epoch's
             ``val`` row (the unwrapped model).
         on_epoch: called with each epoch's index before its first step (e.g. to seed it).
         max_pairs: the pairs per pass, named when a GPU runs out of memory.
 
-    Returns the unwrapped model and the history: one ``train`` row per step (its loss) and one
-    ``val`` row per epoch, in training order, also kept as ``out_dir/history.jsonl``.
+    Returns the unwrapped model and the history: one ``train`` row per step (its loss, the shares
+    summed over the processes) and one ``val`` row per epoch, in training order, also kept as
+    ``out_dir/history.jsonl`` (by the main process).
     """
     out_dir = Path(out_dir)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
@@ -80,12 +99,12 @@ def fit(accelerator, model, optimizer, scheduler, *, epochs: int, out_dir: str |
         for number, batch in enumerate(tqdm(loader, desc=f"{what}: epoch {epoch + 1}/{epochs}", unit="step",
                                             disable=not (progress and show_progress() and accelerator.is_main_process))):
             with accelerator.accumulate(model), _named_out_of_memory(model, batch, max_pairs):
-                value = step(model, batch, accelerator.backward)
+                value = step(model, batch, lambda loss: accelerator.backward(loss * accelerator.num_processes))
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()
             rows.append({"id": f"train-{epoch}-{number}", "epoch": epoch + number / len(loader),
-                         "split": "train", "loss": value.item()})
+                         "split": "train", "loss": accelerator.reduce(value.detach(), "sum").item()})
             _check_finite([row["loss"] for row in rows], accelerator.mixed_precision)
             if epoch == start_epoch and number == 2 and accelerator.is_main_process:
                 announce_long_work(f"training {what}", 3, len(loader) * (epochs - start_epoch),
@@ -141,6 +160,7 @@ def _named_out_of_memory(model, batch: dict, max_pairs: int | None):
 
 
 CHECKPOINT = re.compile(r"epoch-(\d+)")  # a whole epoch's state; "epoch-3.partial", "epoch-3.torn-1" are not
+PROCESSES = "processes.json"  # how many processes saved a checkpoint; absent: one (saved before it was written)
 
 
 def _checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
@@ -151,10 +171,11 @@ def _checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
 
 def _save_checkpoint(accelerator, out_dir: Path, epoch: int) -> None:
     """Save the training state after ``epoch`` into a scratch folder and rename it into place
-    once every process has written its part: a run killed while saving leaves the scratch
-    folder (cleared by the next save), never a torn ``epoch-N`` that every resume would fail
-    to load. The rename is atomic on one filesystem; the state of the epoch before goes once
-    this one is in place."""
+    once every process has written its part (its random state; the main process the weights,
+    optimizer, schedule and how many processes saved it): a run killed while saving leaves the
+    scratch folder (cleared by the next save), never a torn ``epoch-N`` that every resume would
+    fail to load. The rename is atomic on one filesystem; the state of the epoch before goes
+    once this one is in place."""
     folder = out_dir / "checkpoints" / f"epoch-{epoch}"
     scratch = folder.with_name(f"{folder.name}.partial")
     if accelerator.is_main_process and scratch.exists():
@@ -163,6 +184,7 @@ def _save_checkpoint(accelerator, out_dir: Path, epoch: int) -> None:
     accelerator.save_state(scratch)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
+        write_json(scratch / PROCESSES, {"processes": accelerator.num_processes})
         scratch.rename(folder)
         for older, path in _checkpoints(out_dir):
             if older < epoch:
@@ -173,7 +195,9 @@ def _save_checkpoint(accelerator, out_dir: Path, epoch: int) -> None:
 def _resume(accelerator, out_dir: Path) -> int:
     """Load the last whole checkpoint and return the epoch after it (0: none). A torn one (an
     older version saved in place, and a run killed midway left it; or a file was lost since) is
-    set aside as ``epoch-N.torn-M`` with a message, kept to inspect, and the one before it tried."""
+    set aside as ``epoch-N.torn-M`` with a message, kept to inspect, and the one before it tried.
+    One saved by another number of processes is refused: which groups each process trains on,
+    and its random state, depend on how many there are."""
     if accelerator.is_main_process:
         for _, folder in reversed(_checkpoints(out_dir)):
             problem = _torn(folder, accelerator)
@@ -190,14 +214,27 @@ def _resume(accelerator, out_dir: Path) -> int:
     if not done:
         return 0
     epoch, folder = done[-1]
+    saved = _saved_processes(folder)
+    if saved != accelerator.num_processes:
+        raise ValueError(f"{folder} was saved by {saved} process(es) and this run has {accelerator.num_processes}: "
+                         f"a run resumes only on as many processes as it started on. Rerun it on {saved} ("
+                         + ("without a launcher" if saved == 1 else LAUNCH.format(n=saved))
+                         + f"), or train afresh: into another folder, or after deleting {folder.parent}")
     accelerator.load_state(folder)
     return epoch + 1
+
+
+def _saved_processes(folder: Path) -> int:
+    """How many processes saved the checkpoint ``folder`` (``PROCESSES``)."""
+    path = folder / PROCESSES
+    return read_json(path)["processes"] if path.exists() else 1
 
 
 def _torn(folder: Path, accelerator) -> str | None:
     """What keeps ``folder`` from being a whole checkpoint of this run, or None: every file
     ``accelerator.load_state`` reads must be there and written to its end (it skips a missing
-    random state without a word, and the resumed run would then differ from an unbroken one)."""
+    random state without a word, and the resumed run would then differ from an unbroken one),
+    the random states of as many processes as saved it."""
     from accelerate.utils import (OPTIMIZER_NAME, RNG_STATE_NAME, SAFE_WEIGHTS_NAME, SCALER_NAME,
                                   SCHEDULER_NAME, WEIGHTS_NAME)
     from safetensors import SafetensorError, safe_open
@@ -206,7 +243,7 @@ def _torn(folder: Path, accelerator) -> str | None:
     if not weights:
         return f"no model weights: neither {SAFE_WEIGHTS_NAME} nor {WEIGHTS_NAME}"
     files = [weights[0], folder / f"{OPTIMIZER_NAME}.bin", folder / f"{SCHEDULER_NAME}.bin",
-             *(folder / f"{RNG_STATE_NAME}_{i}.pkl" for i in range(accelerator.num_processes)),
+             *(folder / f"{RNG_STATE_NAME}_{i}.pkl" for i in range(_saved_processes(folder))),
              *([folder / SCALER_NAME] if accelerator.scaler is not None else [])]
     for path in files:
         if not path.exists():

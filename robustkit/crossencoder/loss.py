@@ -30,7 +30,8 @@ class HybridListwiseLoss(nn.Module):
 
     Inputs:
         logits: (G, n) logits; targets: (G, n) utilities; mask: (G, n) bool, True = real;
-        denominators: the whole batch's ``denominators`` when these rows are a micro-batch of it.
+        denominators: the whole batch's ``denominators`` when these rows are part of it: a
+            micro-batch, or one process's share of a step (the counts summed over the processes).
 
     Returns: the scalar loss (0 for an empty batch).
 
@@ -50,11 +51,13 @@ class HybridListwiseLoss(nn.Module):
         self.tau, self.listwise_weight, self.pointwise_weight = tau, listwise_weight, pointwise_weight
 
     def denominators(self, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(groups with Σs > 0, real candidates) of a batch: the two means' denominators. A
-        micro-batch's loss taken over its whole batch's denominators is its share of the batch's
-        loss, so micro-batch losses (and gradients) add up to the batch's."""
+        """(groups with Σs > 0, real candidates) of a batch: the two means' denominators, counted
+        (``forward`` divides by at least 1). A micro-batch's loss taken over its whole batch's
+        denominators is its share of the batch's loss, so micro-batch losses (and gradients) add
+        up to the batch's; so do the losses of processes that each train on a share of one step,
+        over the step's counts summed over the processes."""
         totals = (targets.float() * mask).sum(dim=1)
-        return torch.stack([(totals > 0).float().sum(), mask.float().sum()]).clamp_min(1)
+        return torch.stack([(totals > 0).float().sum(), mask.float().sum()])
 
     def forward(self, logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
                 denominators: torch.Tensor | None = None) -> torch.Tensor:
@@ -66,6 +69,7 @@ class HybridListwiseLoss(nn.Module):
         # written without data-dependent branches or boolean indexing: no host-device sync
         if denominators is None:
             denominators = self.denominators(targets, mask)
+        denominators = denominators.clamp_min(1)  # an empty mean is 0, not 0 / 0
         logits, targets, weight = logits.float(), targets.float() * mask, mask.float()
         loss = logits.new_zeros(())
         if self.listwise_weight:

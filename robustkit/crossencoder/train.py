@@ -6,9 +6,11 @@ first, ``check_groups``), a loss from ``crossencoder.loss``, held-out NDCG@3 / M
 checkpoint per epoch that a rerun resumes from (``loop.fit``). fp32 on a CPU; on a GPU the device's mixed precision (``device.mixed_precision``:
 bf16 autocast, or fp16 autocast with Accelerate's gradient scaler on a T4) over fp32 master
 weights, a loss that stays non-finite stops with the fix, and a batch runs in as many passes as
-the GPU's free memory needs (``pass_budget``); several GPUs unchanged:
+the GPU's free memory needs (``pass_budget``). On N processes (GPUs, or a CPU's cores over gloo)
+each trains on its share of every step's groups, as one process at N times the batch would
+(``crossencoder.processes``):
 
-    accelerate launch -m robustkit.corm train --groups runs/colab/corm/groups.jsonl --init ... --out ...
+    torchrun --standalone --nproc_per_node 2 -m robustkit.corm train --groups runs/colab/corm/groups.jsonl --init ... --out ...
 
 This module imports only torch, transformers and accelerate (plus the kit's light modules).
 """
@@ -21,11 +23,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from robustkit.artifacts import write_json
 from robustkit.config import check_knob
 from robustkit.crossencoder.groups import check_groups
 from robustkit.crossencoder.loop import accelerator_for, fit, model_name
 from robustkit.crossencoder.loss import make_loss
 from robustkit.crossencoder.model import CrossEncoder, GroupDataset, group_logits
+from robustkit.crossencoder.processes import announce, gathered, step_share, total, trained_on
 from robustkit.data.records import write_jsonl
 from robustkit.device import autocast_dtype, max_pairs_per_pass, pick_device
 from robustkit.metrics import mrr, ndcg_at_k
@@ -51,8 +55,14 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
 
     Returns the history: one row per logged step (train loss) and per epoch (val metrics). The
     final model is saved to ``model_dir`` (default ``out_dir/model``) with the history beside it
-    as ``history.jsonl``.
+    as ``history.jsonl``; trained on several processes, with ``training.json`` too (``trained_on``:
+    one process's model folder stays as it always was).
+
+    On N processes ``batch_groups`` is each one's: a step trains on ``batch_groups`` × N groups,
+    and the run trains as one process at ``batch_groups`` × N does (the same batches, losses,
+    schedule and validation), up to dropout masks and the order of float sums.
     """
+    from accelerate.data_loader import prepare_data_loader
     from transformers import get_cosine_schedule_with_warmup
 
     _check_hparams(epochs=epochs, lr=lr, batch_groups=batch_groups, grad_accum=grad_accum,
@@ -65,35 +75,58 @@ def train(groups: Sequence[dict], val_groups: Sequence[dict], *, init: str, out_
               "micro-batches of whole groups (ROBUSTKIT_MAX_PAIRS)")
     criterion = make_loss(loss, tau)
     model_dir = Path(model_dir or Path(out_dir) / "model")
-    accelerator = accelerator_for(grad_accum)
+    accelerator = accelerator_for(grad_accum, unused_parameters=True)  # the encoder's pooler is not read
+    processes, index = accelerator.num_processes, accelerator.process_index
+    batching = trained_on(accelerator, batch_groups, grad_accum)
+    announce(accelerator, batching)
     torch.manual_seed(seed)
     if (Path(init) / "critic_config.json").exists():  # a trained cross-encoder (the warm start): head too
         model = CrossEncoder.load(init).train()
         model.config["max_length"] = max_length
     else:
         model = CrossEncoder(init, max_length=max_length, base_model=base_model)
+    if index:  # dropout: one random stream on every process would drop the same units of each share
+        torch.manual_seed(seed + index)
     train_data = GroupDataset(groups, model.tokenizer, max_length)
     val_data = GroupDataset(val_groups, model.tokenizer, max_length)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay,
                                   fused=accelerator.device.type == "cuda")
-    steps_per_epoch = math.ceil(len(train_data) / batch_groups / grad_accum)
-    scheduler = get_cosine_schedule_with_warmup(optimizer, int(warmup * steps_per_epoch * epochs),
-                                                steps_per_epoch * epochs)
+    steps_per_epoch = math.ceil(len(train_data) / (batch_groups * processes) / grad_accum)
+    # Accelerate steps a prepared schedule once per process at each optimizer step: count in those
+    scheduler = get_cosine_schedule_with_warmup(optimizer, processes * int(warmup * steps_per_epoch * epochs),
+                                                processes * steps_per_epoch * epochs)
+
+    def collate_share(step_groups: list[dict]) -> dict:
+        """This process's share of a step's groups, collated. A process left without one (a short
+        last step) runs a stand-in: the step's last group with every candidate masked out, which
+        adds nothing to the loss, its gradients or the step's counts, but runs the forward and
+        backward that DDP waits for on every process."""
+        mine = step_share(step_groups, index, processes)
+        if mine:
+            return train_data.collate(mine)
+        stand_in = train_data.collate(step_groups[-1:])
+        stand_in["mask"] = torch.zeros_like(stand_in["mask"])
+        return stand_in
 
     def batches(epoch: int):  # a fresh shuffle per epoch, seeded so a resumed run sees the same order
-        return accelerator.prepare(torch.utils.data.DataLoader(
-            train_data, batch_size=batch_groups, shuffle=True, collate_fn=train_data.collate,
-            generator=torch.Generator().manual_seed(seed + epoch)))
+        steps = torch.utils.data.DataLoader(train_data, batch_size=batch_groups * processes, shuffle=True,
+                                            collate_fn=collate_share, generator=torch.Generator().manual_seed(seed + epoch))
+        # each process already holds its share: Accelerate must not deal the steps out again
+        return prepare_data_loader(steps, accelerator.device, num_processes=1, process_index=0, put_on_device=True)
 
-    def step(model, batch, backward):
-        return backward_in_parts(model, criterion, batch, max_pairs, backward)
+    def step(model, batch, backward):  # this process's share of the loss, over the whole step's counts
+        counts = total(criterion.denominators(batch["targets"], batch["mask"]))
+        return backward_in_parts(model, criterion, batch, max_pairs, backward, counts)
 
     model, rows = fit(accelerator, model, optimizer, scheduler, epochs=epochs, out_dir=out_dir, batches=batches,
                       step=step, what=model_name(model), max_pairs=max_pairs, progress=progress,
-                      after_epoch=lambda trained, epoch: evaluate(trained, val_data, criterion, batch_groups))
+                      after_epoch=lambda trained, epoch: evaluate(trained, val_data, criterion,
+                                                                  batch_groups * processes, accelerator))
     if accelerator.is_main_process:
         model.save(model_dir)
         write_jsonl(model_dir / "history.jsonl", rows)
+        if processes > 1:
+            write_json(model_dir / "training.json", batching)
     return rows
 
 
@@ -143,17 +176,21 @@ def gpu_pairs_per_pass(init: str, max_length: int) -> int:
     return pairs
 
 
-def backward_in_parts(model, criterion, batch: dict, max_pairs: int | None, backward) -> torch.Tensor:
+def backward_in_parts(model, criterion, batch: dict, max_pairs: int | None, backward,
+                      denominators: torch.Tensor | None = None) -> torch.Tensor:
     """Backpropagate one batch's loss and return it; a batch above ``max_pairs`` pairs goes
     forward and backward in micro-batches of whole groups, each loss over the whole batch's
     denominators, so the gradients add up to the batch's (up to dropout masks and summation
-    order) while only one micro-batch's activations are alive at a time."""
-    parts = micro_batches(batch, max_pairs) if max_pairs else [batch]
+    order) while only one micro-batch's activations are alive at a time. ``denominators``: the
+    whole step's, when the batch is one process's share of it."""
+    # a stand-in (``train``: no real candidate) is one group, with nothing to split
+    parts = micro_batches(batch, max_pairs) if max_pairs and batch["mask"].any() else [batch]
     if len(parts) == 1:
-        value = criterion(group_logits(model, batch), batch["targets"], batch["mask"])
+        value = criterion(group_logits(model, batch), batch["targets"], batch["mask"], denominators)
         backward(value)
         return value
-    denominators = criterion.denominators(batch["targets"], batch["mask"])
+    if denominators is None:
+        denominators = criterion.denominators(batch["targets"], batch["mask"])
     total = 0.0
     for part in parts:
         value = criterion(group_logits(model, part), part["targets"], part["mask"], denominators)
@@ -188,36 +225,48 @@ def micro_batches(batch: dict, max_pairs: int) -> list[dict]:
     return parts
 
 
-def evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: int = 32) -> dict:
-    """Held-out loss, NDCG@3 (gains = teacher utilities) and MRR of the first useful passage.
+def evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: int = 32,
+             accelerator=None) -> dict:
+    """Held-out loss (the mean of its batches'), NDCG@3 (gains = teacher utilities) and MRR of
+    the first useful passage, over the whole of ``data``.
 
-    The model is left in the mode it came in: a scorer's model evaluated here must not come
-    back with dropout switched on."""
+    With the ``accelerator`` of several processes each scores every N-th batch and they share
+    their results: every process returns the whole set's metrics, as one process would. The
+    model is left in the mode it came in: a scorer's model evaluated here must not come back
+    with dropout switched on."""
     was_training = model.training
     model.eval()
     try:
-        return _evaluate(model, data, criterion, batch_groups)
+        return _evaluate(model, data, criterion, batch_groups, accelerator)
     finally:
         model.train(was_training)
 
 
 @torch.no_grad()
-def _evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: int) -> dict:
+def _evaluate(model: CrossEncoder, data: GroupDataset, criterion, batch_groups: int, accelerator) -> dict:
     device = next(model.parameters()).device
-    losses, ndcgs, mrrs = [], [], []
-    loader = torch.utils.data.DataLoader(data, batch_size=batch_groups, collate_fn=data.collate)
-    for batch in loader:
+    index, processes = (accelerator.process_index, accelerator.num_processes) if accelerator else (0, 1)
+    starts = range(index * batch_groups, len(data), processes * batch_groups)  # every N-th batch
+    # a DataLoader draws a seed from torch's random stream, which training's dropout then continues:
+    # one process's runs keep the bytes they always had
+    loader = torch.utils.data.DataLoader(data, collate_fn=data.collate, batch_sampler=[
+        range(start, min(start + batch_groups, len(data))) for start in starts])
+    scored = []  # (first group, loss, NDCG@3s, MRRs) of every batch this process scores
+    for start, batch in zip(starts, loader):
         batch = {k: v.to(device) for k, v in batch.items()}
         cast = autocast_dtype(device.type)
         with torch.autocast(device.type, dtype=cast, enabled=cast is not None):
             logits = group_logits(model, batch).float()
-        losses.append(criterion(logits, batch["targets"], batch["mask"]).item())
+        ndcgs, mrrs = [], []
         for z, s, m in zip(logits.cpu().numpy(), batch["targets"].cpu().numpy(),
                            batch["mask"].cpu().numpy()):
             ndcgs.append(ndcg_at_k(z[m], s[m], 3))
             mrrs.append(mrr(z[m], s[m]))
-    return {"loss": float(np.mean(losses)), "ndcg@3": float(np.mean(ndcgs)),
-            "mrr": float(np.mean(mrrs))}
+        scored.append((start, criterion(logits, batch["targets"], batch["mask"]).item(), ndcgs, mrrs))
+    # every process's batches, in the order one process scores them
+    _, losses, ndcgs, mrrs = zip(*sorted(gathered(scored) if processes > 1 else scored))
+    return {"loss": float(np.mean(losses)), "ndcg@3": float(np.mean(np.concatenate(ndcgs))),
+            "mrr": float(np.mean(np.concatenate(mrrs)))}
 
 
 def _check_hparams(*, epochs, lr, batch_groups, grad_accum, weight_decay, warmup, max_length) -> None:
